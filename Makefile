@@ -1,0 +1,68 @@
+# Everything a fresh machine needs is done by these targets themselves (see README.md).
+#   make test     unit tests + pytest --nbval over notebooks/ and exercises/
+#   make run      execute every notebook with papermill into build/ (summary.json + report)
+#   make refresh  re-execute the committed notebooks in place (their stored outputs)
+#   make lab      JupyterLab on the collection
+#   make nbval    only pytest --nbval (NB=exercises/01-cpu-vs-gpu-matmul.ipynb for one notebook)
+# NB=... limits run/refresh/nbval to some notebooks or folders.
+# GPU=1 installs tensorflow[and-cuda] instead of tensorflow-cpu (for a GPU machine).
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+GPU    ?= 0
+REQS   := requirements.txt
+STAMP  := $(VENV)/.installed-gpu$(GPU)
+NB     ?= notebooks exercises
+
+# The notebooks' kernel (capture_fd_output off, TF quiet) is found before any other python3 kernel.
+export JUPYTER_PATH := $(abspath $(VENV))/share/jupyter
+export TF_CPP_MIN_LOG_LEVEL := 2
+export TF_ENABLE_ONEDNN_OPTS := 0
+export PYTHONHASHSEED := 0
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+NBVAL := --nbval --nbval-sanitize-with tests/sanitize.cfg --nbval-cell-timeout 600
+
+.PHONY: test nbval run refresh lab bench clean venv
+
+venv: $(STAMP)
+
+$(STAMP): $(REQS) pyproject.toml d2lhelpers/kernel.py
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -c 'import sys; assert sys.version_info >= (3, 10), "Python >= 3.10 is needed"'
+	$(PY) -m pip install --quiet --upgrade pip
+ifeq ($(GPU),1)
+	sed 's/^tensorflow-cpu==/tensorflow[and-cuda]==/' $(REQS) > $(VENV)/requirements-gpu.txt
+	$(PY) -m pip uninstall --quiet --yes tensorflow-cpu
+	$(PY) -m pip install --quiet -r $(VENV)/requirements-gpu.txt
+else
+	$(PY) -m pip install --quiet -r $(REQS)
+endif
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(PY) -m d2lhelpers.kernel $(VENV)
+	@rm -f $(VENV)/.installed-gpu*
+	@touch $@
+
+test: $(STAMP)
+	@start=$$(date +%s); \
+	$(PY) -m pytest tests $(NB) $(NBVAL); status=$$?; \
+	echo "make test: pytest took $$(( $$(date +%s) - start )) s (exit $$status)"; exit $$status
+
+# Only the notebooks (NB=path/to/one.ipynb for one), no unit tests.
+nbval: $(STAMP)
+	$(PY) -m pytest $(NB) $(NBVAL)
+
+run: $(STAMP)
+	$(PY) -m d2lhelpers.batch $(NB) --out build
+
+refresh: $(STAMP)
+	$(PY) -m d2lhelpers.batch $(NB) --inplace --out build/refresh
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab --notebook-dir=.
+
+bench: $(STAMP)
+	$(PY) benchmarks/batch_overhead.py
+
+clean:
+	rm -rf build .pytest_cache

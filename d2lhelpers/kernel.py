@@ -1,0 +1,38 @@
+"""The Jupyter kernel the notebooks are executed with, the same for papermill and nbval.
+
+ipykernel 7 forwards output written by C/C++ code (file-descriptor level) into the notebook, but
+not when it runs under pytest, so an output recorded by papermill could hold lines that nbval never
+sees. Both therefore run the kernel with ``capture_fd_output`` off: ``make`` installs a ``python3``
+kernelspec with these arguments into ``.venv`` (``python -m d2lhelpers.kernel PREFIX``) and the
+batch runner passes them to papermill itself.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+__all__ = ['KERNEL_ARGS', 'QUIET_ENV', 'install_kernelspec']
+
+KERNEL_ARGS = ['--IPKernelApp.capture_fd_output=False']
+# Set before TensorFlow is imported: no oneDNN/absl/cpu-feature lines on stderr, and the same
+# (non-oneDNN) CPU kernels everywhere, so figures and outputs do not depend on the CPU's flags.
+QUIET_ENV = {'TF_CPP_MIN_LOG_LEVEL': '2', 'TF_ENABLE_ONEDNN_OPTS': '0'}
+
+
+def install_kernelspec(prefix: str | Path) -> Path:
+    """Write ``PREFIX/share/jupyter/kernels/python3/kernel.json`` for this interpreter; return its path."""
+    path = Path(prefix) / 'share' / 'jupyter' / 'kernels' / 'python3' / 'kernel.json'
+    path.parent.mkdir(parents=True, exist_ok=True)
+    spec = {'argv': [sys.executable, '-m', 'ipykernel_launcher', *KERNEL_ARGS,
+                     '-f', '{connection_file}'],
+            'display_name': 'Python 3 (ipykernel)', 'language': 'python',
+            'env': QUIET_ENV, 'metadata': {'debugger': True}}
+    path.write_text(json.dumps(spec, indent=1) + '\n', encoding='utf-8')
+    return path
+
+
+if __name__ == '__main__':
+    if len(sys.argv) != 2:
+        sys.exit('usage: python -m d2lhelpers.kernel PREFIX')
+    print(install_kernelspec(sys.argv[1]))
