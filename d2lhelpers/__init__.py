@@ -5,6 +5,7 @@ Public API (each name's docstring says which notebook teaches it):
 devices  -- Device, cpu, gpu, num_gpus, try_gpu, try_all_gpus, ensure_devices, env_report, EnvReport
 timing   -- sync_devices, Timer, benchmark, BenchmarkResult
 params   -- check_positive_int, check_int_list, check_choice, save_results
+multiworker -- run_workers, WorkerResult, WorkerError, WorkerTimeout
 
 ``python -m d2lhelpers.batch`` runs the notebooks with papermill (see its ``--help``).
 
@@ -23,6 +24,7 @@ _WHERE = {
                 'env_report', 'EnvReport'],
     'timing': ['sync_devices', 'Timer', 'benchmark', 'BenchmarkResult'],
     'params': ['check_positive_int', 'check_int_list', 'check_choice', 'save_results'],
+    'multiworker': ['run_workers', 'WorkerResult', 'WorkerError', 'WorkerTimeout'],
 }
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 __all__ = [name for names in _WHERE.values() for name in names]

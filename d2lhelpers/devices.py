@@ -19,11 +19,15 @@ from dataclasses import dataclass, field
 import tensorflow as tf
 
 __all__ = ['Device', 'cpu', 'gpu', 'num_gpus', 'try_gpu', 'try_all_gpus', 'ensure_devices',
-           'env_report', 'EnvReport']
+           'env_report', 'EnvReport', 'check_index']
 
 
-def _check_index(i: object, name: str = 'i') -> int:
-    """Return ``i`` if it is a non-negative int, else raise a clear TypeError/ValueError."""
+def check_index(i: object, name: str = 'i') -> int:
+    """Return ``i`` if it is a non-negative int, else raise a clear TypeError/ValueError.
+
+    ``True`` and ``1.5`` are refused (TypeError), as is ``-1`` (ValueError): ``gpu(-1)`` would
+    otherwise name a device that cannot exist.
+    """
     if isinstance(i, bool) or not isinstance(i, int):
         raise TypeError(f'`{name}` must be an int, got {i!r} ({type(i).__name__})')
     if i < 0:
@@ -40,7 +44,10 @@ class Device(str):
     """
 
     def __new__(cls, name: str) -> 'Device':
-        spec = tf.DeviceSpec.from_string(name)
+        if not isinstance(name, (str, tf.DeviceSpec)):
+            raise TypeError(f'a device name must be a str such as "/GPU:0", got {name!r} '
+                            f'({type(name).__name__})')
+        spec = tf.DeviceSpec.from_string(name) if isinstance(name, str) else name
         if not spec.device_type:
             raise ValueError(f'not a device name: {name!r} (expected e.g. "/CPU:0" or "/GPU:1")')
         return super().__new__(cls, f'/{spec.device_type.upper()}:{spec.device_index or 0}')
@@ -65,23 +72,23 @@ def cpu() -> Device:
 
 def gpu(i: int = 0) -> Device:
     """GPU number ``i`` (it need not exist: use ``try_gpu`` for a safe fallback)."""
-    return Device(f'/GPU:{_check_index(i)}')
+    return Device(f'/GPU:{check_index(i)}')
 
 
 def num_gpus() -> int:
-    """How many GPUs TensorFlow can use, logical GPUs included."""
+    """How many GPUs TensorFlow can use, logical GPUs included (d2l counted physical ones only)."""
     return len(tf.config.list_logical_devices('GPU'))
 
 
 def try_gpu(i: int = 0) -> Device:
     """Return ``gpu(i)`` if it exists, otherwise ``cpu()``."""
-    if num_gpus() >= _check_index(i) + 1:
+    if num_gpus() >= check_index(i) + 1:
         return gpu(i)
     return cpu()
 
 
 def try_all_gpus() -> list[Device]:
-    """Return every GPU, or ``[cpu()]`` if there is none."""
+    """Return every GPU, or ``[cpu()]`` if there is none (never an empty list)."""
     return [gpu(i) for i in range(num_gpus())] or [cpu()]
 
 
@@ -96,11 +103,14 @@ def ensure_devices(n: int = 2, memory_limit_mb: int = 2048) -> list[Device]:
     It must run before TensorFlow has run any op (TensorFlow fixes its devices then); calling it
     again later with the same ``n`` is fine and returns the same devices.
     """
-    n = _check_index(n, 'n')
+    n = check_index(n, 'n')
     if n < 1:
         raise ValueError('`n` must be >= 1, got 0')
-    if isinstance(memory_limit_mb, bool) or not isinstance(memory_limit_mb, int) or memory_limit_mb < 1:
-        raise ValueError(f'`memory_limit_mb` must be a positive int, got {memory_limit_mb!r}')
+    if isinstance(memory_limit_mb, bool) or not isinstance(memory_limit_mb, int):
+        raise TypeError(f'`memory_limit_mb` must be an int, got {memory_limit_mb!r} '
+                        f'({type(memory_limit_mb).__name__})')
+    if memory_limit_mb < 1:
+        raise ValueError(f'`memory_limit_mb` must be >= 1, got {memory_limit_mb}')
     gpus = tf.config.list_physical_devices('GPU')
     kind, physical = ('GPU', gpus) if gpus else ('CPU', tf.config.list_physical_devices('CPU'))
     if len(physical) >= n:
