@@ -3,7 +3,7 @@
 Public API (each name's docstring says which notebook teaches it):
 
 devices  -- Device, cpu, gpu, num_gpus, try_gpu, try_all_gpus, ensure_devices, env_report, EnvReport
-timing   -- sync_devices, Timer, benchmark, BenchmarkResult
+timing   -- sync_devices, Timer, benchmark, BenchmarkResult, format_seconds
 params   -- check_positive_int, check_int_list, check_choice, save_results
 multiworker -- run_workers, WorkerResult, WorkerError, WorkerTimeout
 
@@ -22,7 +22,7 @@ __version__ = '0.1.0'
 _WHERE = {
     'devices': ['Device', 'cpu', 'gpu', 'num_gpus', 'try_gpu', 'try_all_gpus', 'ensure_devices',
                 'env_report', 'EnvReport'],
-    'timing': ['sync_devices', 'Timer', 'benchmark', 'BenchmarkResult'],
+    'timing': ['sync_devices', 'Timer', 'benchmark', 'BenchmarkResult', 'format_seconds'],
     'params': ['check_positive_int', 'check_int_list', 'check_choice', 'save_results'],
     'multiworker': ['run_workers', 'WorkerResult', 'WorkerError', 'WorkerTimeout'],
 }

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
-__all__ = ['sync_devices', 'Timer', 'benchmark', 'BenchmarkResult']
+__all__ = ['sync_devices', 'Timer', 'benchmark', 'BenchmarkResult', 'format_seconds']
 
 
 def sync_devices() -> None:
@@ -107,8 +107,8 @@ class BenchmarkResult:
         return None if self.flops is None else self.flops / self.median / 1e9
 
     def __str__(self) -> str:
-        text = f'{self.label + ": " if self.label else ""}{_fmt_seconds(self.median)} ± ' \
-               f'{_fmt_seconds(self.iqr / 2)} (trung vị ± nửa IQR, {self.runs} lần đo)'
+        text = f'{self.label + ": " if self.label else ""}{format_seconds(self.median)} ± ' \
+               f'{format_seconds(self.iqr / 2)} (trung vị ± nửa IQR, {self.runs} lần đo)'
         if self.gflops is not None:
             text += f', {self.gflops:.1f} GFLOP/s'
         return text
@@ -121,7 +121,11 @@ class BenchmarkResult:
                 'min_s': self.min, 'max_s': self.max, 'gflops': self.gflops}
 
 
-def _fmt_seconds(s: float) -> str:
+def format_seconds(s: float) -> str:
+    """A duration with a readable unit: ``1.234 s``, ``4.567 ms``, ``12.3 µs``.
+
+    Every notebook prints its timings with it, so ``tests/sanitize.cfg`` masks exactly them.
+    """
     if s >= 1:
         return f'{s:.3f} s'
     if s >= 1e-3:
@@ -137,27 +141,57 @@ def _check_count(value: object, name: str, minimum: int) -> int:
     return value
 
 
-def benchmark(fn: Callable[[], Any], *, repeats: int = 5, warmup: int = 1, number: int = 1,
+def _autorange(fn: Callable[[], Any], min_run_time: float, timer: Timer) -> int:
+    """The smallest ``number`` in 1, 2, 5, 10, 20, 50, ... whose run lasts ``min_run_time``.
+
+    Like ``timeit.Timer.autorange``; each trial run is itself an untimed warm-up.
+    """
+    base = 1
+    while True:
+        for k in (1, 2, 5):
+            number = base * k
+            timer.start()
+            for _ in range(number):
+                fn()
+            if timer.stop() >= min_run_time or number >= 10**7:
+                timer.times.clear()
+                return number
+        base *= 10
+
+
+def benchmark(fn: Callable[[], Any], *, repeats: int = 5, warmup: int = 1,
+              number: int | None = 1, min_run_time: float = 0.02,
               flops: float | None = None, label: str = '', sync: bool = True,
               clock: Callable[[], float] = time.perf_counter) -> BenchmarkResult:
     """Time ``fn()`` honestly and return a ``BenchmarkResult`` (seconds per call).
 
     ``warmup`` untimed calls come first. Then ``repeats`` timed runs, each of ``number`` calls
-    between two device synchronisations (raise ``number`` when one call is shorter than the clock's
-    resolution or the sync's own cost, ~10 µs). Report the median: unlike the mean, one run slowed
-    by the operating system does not move it; the IQR says how much the runs disagree.
+    between two device synchronisations. A call shorter than the clock's resolution or the sync's
+    own cost (~10 µs) needs several calls per run: ``number=None`` picks the smallest of 1, 2, 5,
+    10, ... whose run lasts at least ``min_run_time`` seconds. Report the median: unlike the mean,
+    one run slowed by the operating system does not move it; the IQR says how much the runs
+    disagree.
+
+    ``sync=False`` is for work that is synchronous anyway (NumPy): waking TensorFlow's devices
+    there only adds noise, since their threads then compete with NumPy's BLAS for the cores.
     """
     if not callable(fn):
         raise TypeError(f'`fn` must be callable, got {fn!r}')
     repeats = _check_count(repeats, 'repeats', 1)
     warmup = _check_count(warmup, 'warmup', 0)
-    number = _check_count(number, 'number', 1)
+    if number is not None:
+        number = _check_count(number, 'number', 1)
+    if (isinstance(min_run_time, bool) or not isinstance(min_run_time, (int, float))
+            or not min_run_time > 0):
+        raise ValueError(f'`min_run_time` must be a positive number of seconds, got {min_run_time!r}')
     if flops is not None and (isinstance(flops, bool) or not isinstance(flops, (int, float))
                               or flops <= 0):
         raise ValueError(f'`flops` must be a positive number or None, got {flops!r}')
     for _ in range(warmup):
         fn()
     timer = Timer(clock=clock, sync=sync)
+    if number is None:
+        number = _autorange(fn, min_run_time, timer)
     for _ in range(repeats):
         timer.start()
         for _ in range(number):

@@ -236,3 +236,36 @@ def test_matmul_median_agrees_with_independent_measurement(report_figure):
                f'tỉ số {ratio:.3f} (cho phép 0.9-1.1)')
     report_figure(figures)
     assert 0.9 <= ratio <= 1.1, figures
+
+
+# --- number=None (autorange) and format_seconds ------------------------------------------------
+
+def test_benchmark_autorange_picks_smallest_number_reaching_min_run_time(events):
+    # trial runs of 1, 2, 5, 10 calls last 1, 2, 5, 10 ms; 10 calls reach 10 ms first
+    trials = clock_for([0.001, 0.002, 0.005, 0.010])
+    timed = clock_for([0.020, 0.030, 0.040])
+    calls = []
+    r = benchmark(lambda: calls.append(1), repeats=3, warmup=0, number=None, min_run_time=0.01,
+                  clock=FakeClock(trials + timed))
+    assert len(calls) == (1 + 2 + 5 + 10) + 3 * 10   # trials are untimed warm-ups
+    assert r.times == pytest.approx((0.002, 0.003, 0.004))
+    assert r.runs == 3
+
+
+def test_benchmark_autorange_keeps_one_call_when_it_is_long_enough(events):
+    r = benchmark(lambda: None, repeats=2, warmup=0, number=None, min_run_time=0.01,
+                  clock=FakeClock(clock_for([0.5, 0.25, 0.75])))
+    assert r.times == pytest.approx((0.25, 0.75))
+
+
+@pytest.mark.parametrize('bad', [0, -1, True, 'fast', None])
+def test_benchmark_refuses_bad_min_run_time(bad):
+    with pytest.raises(ValueError, match='`min_run_time`'):
+        benchmark(lambda: None, number=None, min_run_time=bad)
+
+
+@pytest.mark.parametrize('seconds, text', [(1.5, '1.500 s'), (0.0123456, '12.346 ms'),
+                                           (0.0000123, '12.3 µs')])
+def test_format_seconds(seconds, text):
+    from d2lhelpers import format_seconds
+    assert format_seconds(seconds) == text
