@@ -24,6 +24,8 @@ from pathlib import Path
 
 import nbformat
 
+from d2lhelpers.kernel import available_cores
+
 TARGET = 1.10
 
 
@@ -76,7 +78,7 @@ def main() -> int:
         summary = json.loads((out / 'summary.json').read_text(encoding='utf-8'))
 
         print(f'load average (1 min): {load:.2f} before, {os.getloadavg()[0]:.2f} after; '
-              f'{len(os.sched_getaffinity(0))} cores')
+              f'{available_cores()} cores')
         print(f"{'notebook':40} {'status':8} {'runner':>9} {'kernel':>9} {'cells':>9} {'added':>8}")
         kernel_sum = cells_sum = runner_sum = 0.0
         for e in summary['notebooks']:

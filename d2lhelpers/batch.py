@@ -54,7 +54,7 @@ if __name__ == '__main__':
 import nbformat
 import yaml
 
-from .kernel import QUIET_ENV, install_kernelspec
+from .kernel import QUIET_ENV, available_cores, install_kernelspec
 from .notebook import (declared_parameters, for_papermill, measures_time, one_line,
                        refreshed, write_atomic)
 
@@ -523,7 +523,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                     metavar=('NAME', 'VALUE'),
                     help='a parameter (VALUE is YAML) for every notebook that declares NAME')
     ap.add_argument('-f', '--parameters-file', metavar='FILE', help='YAML file of parameters')
-    ap.add_argument('--jobs', type=int, default=len(os.sched_getaffinity(0)),
+    ap.add_argument('--jobs', type=int, default=available_cores(),
                     help='notebooks at a time (default: the number of cores)')
     ap.add_argument('--out', default='build', help='output folder (default: build)')
     ap.add_argument('--timeout', type=float, default=1800,

@@ -9,15 +9,23 @@ batch runner passes them to papermill itself.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
-__all__ = ['KERNEL_ARGS', 'QUIET_ENV', 'install_kernelspec']
+__all__ = ['KERNEL_ARGS', 'QUIET_ENV', 'install_kernelspec', 'available_cores']
 
 KERNEL_ARGS = ['--IPKernelApp.capture_fd_output=False']
 # Set before TensorFlow is imported: no oneDNN/absl/cpu-feature lines on stderr, and the same
 # (non-oneDNN) CPU kernels everywhere, so figures and outputs do not depend on the CPU's flags.
 QUIET_ENV = {'TF_CPP_MIN_LOG_LEVEL': '2', 'TF_ENABLE_ONEDNN_OPTS': '0'}
+
+
+def available_cores() -> int:
+    """The cores this process may use (its CPU affinity on Linux; all cores elsewhere)."""
+    if hasattr(os, 'sched_getaffinity'):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def install_kernelspec(prefix: str | Path) -> Path:

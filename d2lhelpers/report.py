@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .kernel import QUIET_ENV
+from .kernel import QUIET_ENV, available_cores
 
 __all__ = ['write_report', 'environment', 'machine']
 
@@ -48,7 +48,7 @@ def environment(timeout: float = 300) -> dict[str, Any]:
 def machine() -> dict[str, Any]:
     """What the runner knows without TensorFlow: OS, Python, cores, load average."""
     return {'platform': platform.platform(), 'python': platform.python_version(),
-            'cores': len(os.sched_getaffinity(0)),
+            'cores': available_cores(),
             'load_average': [round(x, 2) for x in os.getloadavg()]}
 
 
