@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import tensorflow as tf
 
+from ._checks import check_int
+
 __all__ = ['Device', 'cpu', 'gpu', 'num_gpus', 'try_gpu', 'try_all_gpus', 'ensure_devices',
            'env_report', 'EnvReport', 'check_index']
 
@@ -28,11 +30,7 @@ def check_index(i: object, name: str = 'i') -> int:
     ``True`` and ``1.5`` are refused (TypeError), as is ``-1`` (ValueError): ``gpu(-1)`` would
     otherwise name a device that cannot exist.
     """
-    if isinstance(i, bool) or not isinstance(i, int):
-        raise TypeError(f'`{name}` must be an int, got {i!r} ({type(i).__name__})')
-    if i < 0:
-        raise ValueError(f'`{name}` must be >= 0, got {i}')
-    return i
+    return check_int(name, i, 0)
 
 
 class Device(str):
@@ -103,14 +101,8 @@ def ensure_devices(n: int = 2, memory_limit_mb: int = 2048) -> list[Device]:
     It must run before TensorFlow has run any op (TensorFlow fixes its devices then); calling it
     again later with the same ``n`` is fine and returns the same devices.
     """
-    n = check_index(n, 'n')
-    if n < 1:
-        raise ValueError('`n` must be >= 1, got 0')
-    if isinstance(memory_limit_mb, bool) or not isinstance(memory_limit_mb, int):
-        raise TypeError(f'`memory_limit_mb` must be an int, got {memory_limit_mb!r} '
-                        f'({type(memory_limit_mb).__name__})')
-    if memory_limit_mb < 1:
-        raise ValueError(f'`memory_limit_mb` must be >= 1, got {memory_limit_mb}')
+    n = check_int('n', n, 1)
+    memory_limit_mb = check_int('memory_limit_mb', memory_limit_mb, 1)
     gpus = tf.config.list_physical_devices('GPU')
     kind, physical = ('GPU', gpus) if gpus else ('CPU', tf.config.list_physical_devices('CPU'))
     if len(physical) >= n:
@@ -159,7 +151,7 @@ class EnvReport:
             lines.append('GPU: không tìm thấy GPU nào')
         for g in self.gpus:
             lines.append(f"{g['device']}: {g.get('name', '?')}, compute capability "
-                         f"{g.get('compute_capability', '?')}, bộ nhớ tổng {g.get('memory_total', '?')}, "
+                         f"{g.get('compute_capability', '?')}, bộ nhớ GPU vật lý {g.get('memory_total', '?')}, "
                          f"TF đang dùng {g['memory_current_mb']:.0f} MB (đỉnh {g['memory_peak_mb']:.0f} MB)")
         return '\n'.join(lines)
 
@@ -190,19 +182,24 @@ def env_report() -> EnvReport:
 
     info = tf.sysconfig.get_build_info()
     totals = _nvidia_smi_memory()
+    physical = tf.config.list_physical_devices('GPU')
+    # Logical GPUs come in physical order, each physical GPU giving as many as it was split into
+    # (Colab's T4 split in two by ensure_devices: /GPU:0 and /GPU:1 are both physical GPU 0).
+    owner = [p for p, dev in enumerate(physical)
+             for _ in range(len(tf.config.get_logical_device_configuration(dev) or [None]))]
     gpus = []
     for i, dev in enumerate(tf.config.list_logical_devices('GPU')):
         mem = tf.config.experimental.get_memory_info(dev.name)
         entry = {'device': Device(dev.name), 'memory_current_mb': mem['current'] / 2**20,
                  'memory_peak_mb': mem['peak'] / 2**20}
-        physical = tf.config.list_physical_devices('GPU')
-        if physical:
-            details = tf.config.experimental.get_device_details(physical[min(i, len(physical) - 1)])
+        p = owner[i] if i < len(owner) else None
+        if p is not None:
+            details = tf.config.experimental.get_device_details(physical[p])
             entry['name'] = details.get('device_name', '?')
             cc = details.get('compute_capability')
             entry['compute_capability'] = '.'.join(map(str, cc)) if cc else '?'
-        if i < len(totals):
-            entry['memory_total'] = totals[i]
+            if p < len(totals):
+                entry['memory_total'] = totals[p]
         gpus.append(entry)
     return EnvReport(
         tensorflow=tf.__version__, keras=keras.__version__, numpy=np.__version__,

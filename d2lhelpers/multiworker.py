@@ -37,6 +37,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ._checks import check_int
 from .kernel import QUIET_ENV
 
 __all__ = ['run_workers', 'WorkerResult', 'WorkerError', 'WorkerTimeout', 'free_ports', 'tf_config']
@@ -122,14 +123,6 @@ def tf_config(hosts: Sequence[str], index: int) -> dict:
     return {'cluster': {'worker': list(hosts)}, 'task': {'type': 'worker', 'index': index}}
 
 
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f'`{name}` must be an int, got {value!r} ({type(value).__name__})')
-    if value < minimum:
-        raise ValueError(f'`{name}` must be >= {minimum}, got {value}')
-    return value
-
-
 def _kill(proc: subprocess.Popen) -> None:
     """SIGKILL the worker's whole session (it is its leader), then reap it."""
     if proc.poll() is None:
@@ -164,9 +157,9 @@ def run_workers(n_workers: int = 2, *, steps: int = 5, global_batch: int = 64, s
     notebook's own kernel already holds the GPU memory). ``worker_args`` adds command-line
     arguments for some workers, e.g. ``{1: ['--delay-start', '60']}`` to simulate a late machine.
     """
-    n_workers = _check_int('n_workers', n_workers, 1)
-    steps = _check_int('steps', steps, 1)
-    global_batch = _check_int('global_batch', global_batch, 1)
+    n_workers = check_int('n_workers', n_workers, 1)
+    steps = check_int('steps', steps, 1)
+    global_batch = check_int('global_batch', global_batch, 1)
     if global_batch % n_workers:
         raise ValueError(f'`global_batch` ({global_batch}) must be divisible by `n_workers` '
                          f'({n_workers})')

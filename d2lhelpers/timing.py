@@ -17,6 +17,8 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
+from ._checks import check_int
+
 __all__ = ['sync_devices', 'Timer', 'benchmark', 'BenchmarkResult', 'format_seconds']
 
 
@@ -133,14 +135,6 @@ def format_seconds(s: float) -> str:
     return f'{s * 1e6:.1f} µs'
 
 
-def _check_count(value: object, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f'`{name}` must be an int, got {value!r} ({type(value).__name__})')
-    if value < minimum:
-        raise ValueError(f'`{name}` must be >= {minimum}, got {value}')
-    return value
-
-
 def _autorange(fn: Callable[[], Any], min_run_time: float, timer: Timer) -> int:
     """The smallest ``number`` in 1, 2, 5, 10, 20, 50, ... whose run lasts ``min_run_time``.
 
@@ -177,10 +171,10 @@ def benchmark(fn: Callable[[], Any], *, repeats: int = 5, warmup: int = 1,
     """
     if not callable(fn):
         raise TypeError(f'`fn` must be callable, got {fn!r}')
-    repeats = _check_count(repeats, 'repeats', 1)
-    warmup = _check_count(warmup, 'warmup', 0)
+    repeats = check_int('repeats', repeats, 1)
+    warmup = check_int('warmup', warmup, 0)
     if number is not None:
-        number = _check_count(number, 'number', 1)
+        number = check_int('number', number, 1)
     if (isinstance(min_run_time, bool) or not isinstance(min_run_time, (int, float))
             or not min_run_time > 0):
         raise ValueError(f'`min_run_time` must be a positive number of seconds, got {min_run_time!r}')

@@ -317,7 +317,9 @@ def test_env_report_shows_as_text_in_ipython():
 
 
 def test_env_report_with_fake_gpus(monkeypatch):
-    fake_devices(monkeypatch, gpus=2, physical_gpus=1)
+    fake_devices(monkeypatch, gpus=2, physical_gpus=1)  # Colab: one T4 split in two
+    monkeypatch.setattr(tf.config, 'get_logical_device_configuration',
+                        lambda dev: [tf.config.LogicalDeviceConfiguration(2048)] * 2)
     monkeypatch.setattr(tf.config.experimental, 'get_memory_info',
                         lambda name: {'current': 3 * 2**20, 'peak': 5 * 2**20})
     monkeypatch.setattr(tf.config.experimental, 'get_device_details',
@@ -327,7 +329,24 @@ def test_env_report_with_fake_gpus(monkeypatch):
     text = str(report)
     assert [g['device'] for g in report.gpus] == ['/GPU:0', '/GPU:1']
     assert 'Tesla T4' in text and '7.5' in text and '15360 MiB' in text
+    assert [g['memory_total'] for g in report.gpus] == ['15360 MiB', '15360 MiB']
     assert 'TF đang dùng 3 MB (đỉnh 5 MB)' in text
+
+
+def test_env_report_maps_split_logical_gpus_to_their_physical_gpu(monkeypatch):
+    """Physical GPU 0 split in two, physical GPU 1 whole: /GPU:1 is still on physical GPU 0."""
+    fake_devices(monkeypatch, gpus=3, physical_gpus=2)
+    splits = {'/physical_device:GPU:0': [tf.config.LogicalDeviceConfiguration(1024)] * 2}
+    monkeypatch.setattr(tf.config, 'get_logical_device_configuration',
+                        lambda dev: splits.get(dev.name))
+    monkeypatch.setattr(tf.config.experimental, 'get_memory_info',
+                        lambda name: {'current': 0, 'peak': 0})
+    monkeypatch.setattr(tf.config.experimental, 'get_device_details',
+                        lambda dev: {'device_name': f'GPU model {dev.name[-1]}'})
+    monkeypatch.setattr(devices_module, '_nvidia_smi_memory', lambda: ['15360 MiB', '40960 MiB'])
+    report = env_report()
+    assert [(g['name'], g['memory_total']) for g in report.gpus] == [
+        ('GPU model 0', '15360 MiB'), ('GPU model 0', '15360 MiB'), ('GPU model 1', '40960 MiB')]
 
 
 # --- the package -----------------------------------------------------------------------------
