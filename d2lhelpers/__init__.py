@@ -12,6 +12,7 @@ multiworker -- run_workers, WorkerResult, WorkerError, WorkerTimeout
 Importing the package has no side effects: it does not seed anything, set devices or even import
 TensorFlow until a TensorFlow helper is first used.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -20,8 +21,17 @@ from typing import Any
 __version__ = '0.1.0'
 
 _WHERE = {
-    'devices': ['Device', 'cpu', 'gpu', 'num_gpus', 'try_gpu', 'try_all_gpus', 'ensure_devices',
-                'env_report', 'EnvReport'],
+    'devices': [
+        'Device',
+        'cpu',
+        'gpu',
+        'num_gpus',
+        'try_gpu',
+        'try_all_gpus',
+        'ensure_devices',
+        'env_report',
+        'EnvReport',
+    ],
     'timing': ['sync_devices', 'Timer', 'benchmark', 'BenchmarkResult', 'format_seconds'],
     'params': ['check_positive_int', 'check_int_list', 'check_choice', 'save_results'],
     'multiworker': ['run_workers', 'WorkerResult', 'WorkerError', 'WorkerTimeout'],

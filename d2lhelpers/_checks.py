@@ -1,5 +1,6 @@
 """The one argument check the helpers share (TensorFlow-free, so the batch and multi-worker
 runners can use it without importing TensorFlow)."""
+
 from __future__ import annotations
 
 

@@ -26,6 +26,7 @@ it ran. Parameters are refused with ``--inplace``: stored outputs come from the 
 Writes ``OUT/summary.json``, ``OUT/report.md`` (with its plots), the executed notebooks under
 ``OUT/`` and one log per notebook under ``OUT/logs/``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,13 +56,19 @@ import nbformat
 import yaml
 
 from .kernel import QUIET_ENV, available_cores, install_kernelspec
-from .notebook import (declared_parameters, for_papermill, measures_time, one_line,
-                       refreshed, write_atomic)
+from .notebook import (
+    declared_parameters,
+    for_papermill,
+    measures_time,
+    one_line,
+    refreshed,
+    write_atomic,
+)
 
 __all__ = ['Job', 'UsageError', 'collect', 'plan', 'run_one', 'run_batch', 'main']
 
 DEFAULT_DIRS = ('notebooks', 'exercises')
-TOKEN_VAR = 'D2L_BATCH_TOKEN'   # in the environment of a job's worker, kernel and their children
+TOKEN_VAR = 'D2L_BATCH_TOKEN'  # in the environment of a job's worker, kernel and their children
 
 
 class UsageError(Exception):
@@ -70,12 +77,12 @@ class UsageError(Exception):
 
 @dataclass
 class Job:
-    source: Path                      # the notebook as committed (absolute)
-    name: str                         # its path relative to the current folder, for messages
-    key: str                          # unique file-name-safe name (logs, results, status)
+    source: Path  # the notebook as committed (absolute)
+    name: str  # its path relative to the current folder, for messages
+    key: str  # unique file-name-safe name (logs, results, status)
     parameters: dict[str, Any]
-    exclusive: bool                   # measures time: never beside another notebook
-    digest: str = ''                  # sha256 of the source when planned (--inplace guard)
+    exclusive: bool  # measures time: never beside another notebook
+    digest: str = ''  # sha256 of the source when planned (--inplace guard)
     output: Path = Path()
 
 
@@ -88,8 +95,11 @@ def collect(paths: list[str]) -> list[Path]:
     for p in paths or list(DEFAULT_DIRS):
         path = Path(p)
         if path.is_dir():
-            items = sorted(q for q in path.rglob('*.ipynb')
-                           if '.ipynb_checkpoints' not in q.parts and not q.name.startswith('.'))
+            items = sorted(
+                q
+                for q in path.rglob('*.ipynb')
+                if '.ipynb_checkpoints' not in q.parts and not q.name.startswith('.')
+            )
         elif path.is_file() and path.suffix == '.ipynb':
             items = [path]
         elif not paths and not path.exists():
@@ -114,8 +124,13 @@ def _key(name: str) -> str:
     return ''.join(c if c.isalnum() or c in '-_.' else '__' for c in stem.lstrip('./'))
 
 
-def plan(notebooks: list[Path], cli: dict[str, Any], per_nb: dict[str, dict[str, Any]],
-         out: Path, inplace: bool = False) -> list[Job]:
+def plan(
+    notebooks: list[Path],
+    cli: dict[str, Any],
+    per_nb: dict[str, dict[str, Any]],
+    out: Path,
+    inplace: bool = False,
+) -> list[Job]:
     """One ``Job`` per notebook; raises ``UsageError`` for a parameter nobody declares."""
     jobs, used, per_nb = [], set(), dict(per_nb)
     for path in notebooks:
@@ -131,21 +146,33 @@ def plan(notebooks: list[Path], cli: dict[str, Any], per_nb: dict[str, dict[str,
         for key in (name, name[:-6], path.stem, path.name):
             for k, v in (per_nb.pop(key, None) or {}).items():
                 if k not in declared:
-                    raise UsageError(f'{name} does not declare a parameter `{k}` '
-                                     f'(it declares: {", ".join(declared) or "none"})')
+                    raise UsageError(
+                        f'{name} does not declare a parameter `{k}` '
+                        f'(it declares: {", ".join(declared) or "none"})'
+                    )
                 params[k] = v
-        job = Job(path, name, _key(name), params, measures_time(nb),
-                  digest=hashlib.sha256(raw).hexdigest())
+        job = Job(
+            path,
+            name,
+            _key(name),
+            params,
+            measures_time(nb),
+            digest=hashlib.sha256(raw).hexdigest(),
+        )
         if 'results_path' in declared and not inplace:
             params['results_path'] = str((out / 'results' / f'{job.key}.json').resolve())
         jobs.append(job)
     unknown = set(cli) - used
     if unknown:
-        raise UsageError(f'no notebook of this run declares the parameter(s) '
-                         f'{", ".join(f"`{u}`" for u in sorted(unknown))}')
+        raise UsageError(
+            f'no notebook of this run declares the parameter(s) '
+            f'{", ".join(f"`{u}`" for u in sorted(unknown))}'
+        )
     if per_nb:
-        raise UsageError(f'the parameter file names notebooks that are not in this run: '
-                         f'{", ".join(sorted(per_nb))}')
+        raise UsageError(
+            f'the parameter file names notebooks that are not in this run: '
+            f'{", ".join(sorted(per_nb))}'
+        )
     return jobs
 
 
@@ -154,7 +181,7 @@ def plan(notebooks: list[Path], cli: dict[str, Any], per_nb: dict[str, dict[str,
 # The worker: papermill with our kernel arguments. It records the cell it is running (so a
 # timeout can say where it stopped), and it judges errors itself: papermill would also count the
 # error of a cell that teaches one (tag `raises-exception`), which nbclient let through.
-_WORKER = r'''
+_WORKER = r"""
 import json, sys, time
 src, dst, params, status, progress, pkg = sys.argv[1:7]
 sys.path.insert(0, pkg)
@@ -196,7 +223,7 @@ except Exception as e:
 with open(status + ".tmp", "w") as f:
     json.dump(info, f)
 import os; os.replace(status + ".tmp", status)
-'''
+"""
 
 # Appended to each run (and removed from its output): if the notebook imported TensorFlow, its
 # kernel reports the environment for the batch report at no cost (else the report starts a
@@ -213,7 +240,7 @@ if 'tensorflow' in _sys.modules:
 
 _WORKER = _WORKER.replace('%(env_id)s', ENV_CELL_ID)
 
-_RUNNING: dict[int, tuple[subprocess.Popen, str]] = {}   # worker pid -> (process, token)
+_RUNNING: dict[int, tuple[subprocess.Popen, str]] = {}  # worker pid -> (process, token)
 _RUNNING_LOCK = threading.Lock()
 
 
@@ -328,14 +355,25 @@ def kernel_env(folder: Path) -> dict[str, str]:
     """
     data = folder / 'share' / 'jupyter'
     install_kernelspec(folder)
-    path = [str(data.resolve()), *filter(None, os.environ.get('JUPYTER_PATH', '').split(os.pathsep))]
+    path = [
+        str(data.resolve()),
+        *filter(None, os.environ.get('JUPYTER_PATH', '').split(os.pathsep)),
+    ]
     # PYTHONHASHSEED as `make` sets it for nbval too: set and dict-of-str orders match.
-    return {**QUIET_ENV, 'JUPYTER_PATH': os.pathsep.join(path),
-            'PYTHONHASHSEED': os.environ.get('PYTHONHASHSEED', '0')}
+    return {
+        **QUIET_ENV,
+        'JUPYTER_PATH': os.pathsep.join(path),
+        'PYTHONHASHSEED': os.environ.get('PYTHONHASHSEED', '0'),
+    }
 
 
-def run_one(job: Job, timeout: float, log_dir: Path, t0: float | None = None,
-            env: dict[str, str] | None = None) -> dict[str, Any]:
+def run_one(
+    job: Job,
+    timeout: float,
+    log_dir: Path,
+    t0: float | None = None,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Execute one notebook; return its summary entry (never raises for a notebook's failure).
 
     ``env`` (default: ``kernel_env`` of a temporary folder) is added to this process's environment.
@@ -362,11 +400,24 @@ def run_one(job: Job, timeout: float, log_dir: Path, t0: float | None = None,
     start = time.perf_counter()
     with open(log, 'w') as log_file:
         proc = subprocess.Popen(
-            [sys.executable, '-c', _WORKER, str(source), str(job.output),
-             json.dumps(job.parameters), str(status), str(progress),
-             str(Path(__file__).resolve().parent.parent)],
-            cwd=job.source.parent, env=env, stdout=log_file, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True)
+            [
+                sys.executable,
+                '-c',
+                _WORKER,
+                str(source),
+                str(job.output),
+                json.dumps(job.parameters),
+                str(status),
+                str(progress),
+                str(Path(__file__).resolve().parent.parent),
+            ],
+            cwd=job.source.parent,
+            env=env,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         with _RUNNING_LOCK:
             _RUNNING[proc.pid] = (proc, token)
         try:
@@ -380,25 +431,41 @@ def run_one(job: Job, timeout: float, log_dir: Path, t0: float | None = None,
                 _RUNNING.pop(proc.pid, None)
     end = time.perf_counter()
     entry: dict[str, Any] = {
-        'notebook': job.name, 'status': 'failed', 'seconds': round(end - start, 2),
+        'notebook': job.name,
+        'status': 'failed',
+        'seconds': round(end - start, 2),
         'error': None,
         'parameters': {k: v for k, v in job.parameters.items() if k != 'results_path'},
-        'results': None, 'kernel_seconds': None,
-        'measures_time': job.exclusive, 'start': round(start - t0, 2), 'end': round(end - t0, 2),
-        'output': _display(job.output) if job.output.exists() else None, 'log': _display(log)}
+        'results': None,
+        'kernel_seconds': None,
+        'measures_time': job.exclusive,
+        'start': round(start - t0, 2),
+        'end': round(end - t0, 2),
+        'output': _display(job.output) if job.output.exists() else None,
+        'log': _display(log),
+    }
     if timed_out:
-        entry.update(status='timeout', error=_error_at(
-            job, progress, 'Timeout', f'killed after {timeout:g} s (--timeout)'))
+        entry.update(
+            status='timeout',
+            error=_error_at(job, progress, 'Timeout', f'killed after {timeout:g} s (--timeout)'),
+        )
     elif status.exists():
         info = json.loads(status.read_text())
-        entry.update(status=info['status'], error=info.get('error'),
-                     kernel_seconds=info.get('kernel_seconds'))
+        entry.update(
+            status=info['status'],
+            error=info.get('error'),
+            kernel_seconds=info.get('kernel_seconds'),
+        )
         if info.get('environment'):
             entry['environment'] = info['environment']
     else:
         lines = log.read_text(errors='replace').strip().splitlines()
-        entry['error'] = _error_at(job, progress, 'WorkerDied',
-                                   one_line(lines[-1]) if lines else f'exit status {proc.returncode}')
+        entry['error'] = _error_at(
+            job,
+            progress,
+            'WorkerDied',
+            one_line(lines[-1]) if lines else f'exit status {proc.returncode}',
+        )
     if entry['status'] == 'ok' and results_path:
         try:
             entry['results'] = json.loads(Path(results_path).read_text(encoding='utf-8'))
@@ -413,27 +480,34 @@ def run_one(job: Job, timeout: float, log_dir: Path, t0: float | None = None,
 
 # --- the batch ------------------------------------------------------------------------------
 
+
 def _bar(done: int, total: int, width: int = 20) -> str:
     filled = width * done // total
-    return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
+    return f'[{"#" * filled}{"." * (width - filled)}] {done}/{total}'
 
 
 def _progress(done: int, total: int, entry: dict[str, Any]) -> None:
     why = ''
     if entry['error']:
         err = entry['error']
-        cell = f" in cell {err['cell']}" if err.get('cell') is not None else ''
-        why = f"  {err['ename']}{cell}: {err['evalue']}"
+        cell = f' in cell {err["cell"]}' if err.get('cell') is not None else ''
+        why = f'  {err["ename"]}{cell}: {err["evalue"]}'
         why = why if len(why) <= 200 else why[:199] + '…'
-    print(f"{_bar(done, total)} {entry['status']:7} {entry['seconds']:7.1f} s  "
-          f"{entry['notebook']}{why}", flush=True)
+    print(
+        f'{_bar(done, total)} {entry["status"]:7} {entry["seconds"]:7.1f} s  '
+        f'{entry["notebook"]}{why}',
+        flush=True,
+    )
 
 
 def _how_run(entries: list[dict[str, Any]], jobs_at_once: int) -> None:
     """Fill ``ran``: alone, or beside which notebooks (from the measured start/end times)."""
     for e in entries:
-        beside = [o['notebook'] for o in entries if o is not e
-                  and o['start'] < e['end'] and e['start'] < o['end']]
+        beside = [
+            o['notebook']
+            for o in entries
+            if o is not e and o['start'] < e['end'] and e['start'] < o['end']
+        ]
         e['beside'] = beside
         if e['measures_time']:
             e['ran'] = 'alone (measures time)'
@@ -443,8 +517,9 @@ def _how_run(entries: list[dict[str, Any]], jobs_at_once: int) -> None:
             e['ran'] = f'alone (--jobs {jobs_at_once})'
 
 
-def run_batch(jobs: list[Job], *, jobs_at_once: int, timeout: float, out: Path,
-              inplace: bool) -> list[dict[str, Any]]:
+def run_batch(
+    jobs: list[Job], *, jobs_at_once: int, timeout: float, out: Path, inplace: bool
+) -> list[dict[str, Any]]:
     """Run ``jobs``: the others ``jobs_at_once`` at a time, then those that measure time alone."""
     out = out.resolve()  # the workers run in each notebook's own folder
     log_dir = out / 'logs'
@@ -463,12 +538,17 @@ def run_batch(jobs: list[Job], *, jobs_at_once: int, timeout: float, out: Path,
         if stop.is_set():
             return
         with lock:
-            print(f"{'':>{len(_bar(0, len(jobs))) + 1}}start   {job.name}"
-                  + (' (alone: measures time)' if job.exclusive else ''), flush=True)
+            print(
+                f'{"":>{len(_bar(0, len(jobs))) + 1}}start   {job.name}'
+                + (' (alone: measures time)' if job.exclusive else ''),
+                flush=True,
+            )
         entry = run_one(job, timeout, log_dir, t0, env)
         if stop.is_set() and entry['status'] != 'ok':
-            entry.update(status='failed', error={'cell': None, 'ename': 'Interrupted',
-                                                 'evalue': 'the batch was interrupted'})
+            entry.update(
+                status='failed',
+                error={'cell': None, 'ename': 'Interrupted', 'evalue': 'the batch was interrupted'},
+            )
         if inplace:
             entry['refreshed'] = False
             if entry['status'] == 'ok' and not stop.is_set():
@@ -477,8 +557,13 @@ def run_batch(jobs: list[Job], *, jobs_at_once: int, timeout: float, out: Path,
                     entry['note'] = 'not refreshed: the notebook changed while it ran'
                 else:
                     try:
-                        write_atomic(refreshed(nbformat.read(job.source, as_version=4),
-                                               nbformat.read(job.output, as_version=4)), job.source)
+                        write_atomic(
+                            refreshed(
+                                nbformat.read(job.source, as_version=4),
+                                nbformat.read(job.output, as_version=4),
+                            ),
+                            job.source,
+                        )
                         entry['refreshed'] = True
                     except (OSError, ValueError) as err:
                         entry['note'] = f'not refreshed: {one_line(err)}'
@@ -487,12 +572,15 @@ def run_batch(jobs: list[Job], *, jobs_at_once: int, timeout: float, out: Path,
             done[0] += 1
             _progress(done[0], len(jobs), entry)
             if entry.get('note'):
-                print(f"{'':>{len(_bar(0, len(jobs))) + 1}}{entry['note']}", flush=True)
+                print(f'{"":>{len(_bar(0, len(jobs))) + 1}}{entry["note"]}', flush=True)
 
     shared = [j for j in jobs if not j.exclusive]
     alone = [j for j in jobs if j.exclusive]
-    print(f'{len(jobs)} notebook(s): {len(shared)} at most {jobs_at_once} at a time, then '
-          f'{len(alone)} alone (they measure time); timeout {timeout:g} s each', flush=True)
+    print(
+        f'{len(jobs)} notebook(s): {len(shared)} at most {jobs_at_once} at a time, then '
+        f'{len(alone)} alone (they measure time); timeout {timeout:g} s each',
+        flush=True,
+    )
     pool = ThreadPoolExecutor(max_workers=jobs_at_once)
     try:
         list(pool.map(work, shared))
@@ -513,23 +601,43 @@ def run_batch(jobs: list[Job], *, jobs_at_once: int, timeout: float, out: Path,
 
 # --- command line ---------------------------------------------------------------------------
 
+
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog='python -m d2lhelpers.batch',
-                                 description=__doc__.split('\n\n')[0],
-                                 epilog='\n\n'.join(__doc__.split('\n\n')[2:]),
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog='python -m d2lhelpers.batch',
+        description=__doc__.split('\n\n')[0],
+        epilog='\n\n'.join(__doc__.split('\n\n')[2:]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument('paths', nargs='*', metavar='NOTEBOOK_OR_DIR')
-    ap.add_argument('-p', '--parameter', nargs=2, action='append', default=[],
-                    metavar=('NAME', 'VALUE'),
-                    help='a parameter (VALUE is YAML) for every notebook that declares NAME')
+    ap.add_argument(
+        '-p',
+        '--parameter',
+        nargs=2,
+        action='append',
+        default=[],
+        metavar=('NAME', 'VALUE'),
+        help='a parameter (VALUE is YAML) for every notebook that declares NAME',
+    )
     ap.add_argument('-f', '--parameters-file', metavar='FILE', help='YAML file of parameters')
-    ap.add_argument('--jobs', type=int, default=available_cores(),
-                    help='notebooks at a time (default: the number of cores)')
+    ap.add_argument(
+        '--jobs',
+        type=int,
+        default=available_cores(),
+        help='notebooks at a time (default: the number of cores)',
+    )
     ap.add_argument('--out', default='build', help='output folder (default: build)')
-    ap.add_argument('--timeout', type=float, default=1800,
-                    help='seconds per notebook before its kernel is killed (default: 1800)')
-    ap.add_argument('--inplace', action='store_true',
-                    help='rewrite the committed notebooks after a successful run')
+    ap.add_argument(
+        '--timeout',
+        type=float,
+        default=1800,
+        help='seconds per notebook before its kernel is killed (default: 1800)',
+    )
+    ap.add_argument(
+        '--inplace',
+        action='store_true',
+        help='rewrite the committed notebooks after a successful run',
+    )
     ap.add_argument('--no-report', action='store_true', help='write summary.json only')
     return ap.parse_args(argv)
 
@@ -541,15 +649,19 @@ def _parameters(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, dic
         try:
             data = yaml.safe_load(Path(args.parameters_file).read_text(encoding='utf-8')) or {}
         except (OSError, yaml.YAMLError) as err:
-            raise UsageError(f'cannot read parameter file {args.parameters_file}: '
-                             f'{one_line(err)}') from err
+            raise UsageError(
+                f'cannot read parameter file {args.parameters_file}: {one_line(err)}'
+            ) from err
         if not isinstance(data, dict):
-            raise UsageError(f'parameter file {args.parameters_file} must hold a mapping '
-                             f'(NAME: VALUE, and notebooks: {{NOTEBOOK: {{NAME: VALUE}}}})')
+            raise UsageError(
+                f'parameter file {args.parameters_file} must hold a mapping '
+                f'(NAME: VALUE, and notebooks: {{NOTEBOOK: {{NAME: VALUE}}}})'
+            )
         per_nb = data.pop('notebooks', None) or {}
         if not isinstance(per_nb, dict) or not all(isinstance(v, dict) for v in per_nb.values()):
-            raise UsageError('`notebooks:` in the parameter file must map notebooks to mappings '
-                             'of NAME: VALUE')
+            raise UsageError(
+                '`notebooks:` in the parameter file must map notebooks to mappings of NAME: VALUE'
+            )
         cli.update(data)
     for name, value in args.parameter:
         if not name.isidentifier():
@@ -557,8 +669,10 @@ def _parameters(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, dic
         try:
             cli[name] = yaml.safe_load(value)
         except yaml.YAMLError as err:
-            raise UsageError(f'-p {name}: cannot read {value!r} as YAML '
-                             f'({one_line(err)}); quote it, e.g. -p {name} "[64, 128]"') from err
+            raise UsageError(
+                f'-p {name}: cannot read {value!r} as YAML '
+                f'({one_line(err)}); quote it, e.g. -p {name} "[64, 128]"'
+            ) from err
     for where, params in [('', cli), *((f' (for {k})', v) for k, v in per_nb.items())]:
         for name, value in params.items():
             if name == 'results_path':
@@ -566,8 +680,10 @@ def _parameters(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, dic
             try:
                 json.dumps(value)
             except (TypeError, ValueError):
-                raise UsageError(f'parameter `{name}`{where}: {value!r} is not a plain value '
-                                 '(number, string, list, mapping)') from None
+                raise UsageError(
+                    f'parameter `{name}`{where}: {value!r} is not a plain value '
+                    '(number, string, list, mapping)'
+                ) from None
     return cli, per_nb
 
 
@@ -580,8 +696,10 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError(f'--timeout must be > 0, got {args.timeout:g}')
         cli, per_nb = _parameters(args)
         if args.inplace and (cli or per_nb):
-            raise UsageError('--inplace refreshes the stored outputs, which come from the default '
-                             'parameters: drop -p/-f')
+            raise UsageError(
+                '--inplace refreshes the stored outputs, which come from the default '
+                'parameters: drop -p/-f'
+            )
         out = Path(args.out).resolve()  # workers run in the notebook's own folder
         jobs = plan(collect(args.paths), cli, per_nb, out, inplace=args.inplace)
     except UsageError as err:
@@ -592,8 +710,9 @@ def main(argv: list[str] | None = None) -> int:
     load_start = round(os.getloadavg()[0], 2)
     started = time.perf_counter()
     try:
-        entries = run_batch(jobs, jobs_at_once=args.jobs, timeout=args.timeout, out=out,
-                            inplace=args.inplace)
+        entries = run_batch(
+            jobs, jobs_at_once=args.jobs, timeout=args.timeout, out=out, inplace=args.inplace
+        )
     except KeyboardInterrupt:
         print('interrupted: every running notebook was killed', file=sys.stderr)
         return 130
@@ -601,14 +720,20 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, previous)
     wall = time.perf_counter() - started
     from .report import environment, machine, write_report
+
     reported = [e.pop('environment') for e in entries if 'environment' in e]
-    summary = {'wall_seconds': round(wall, 2), 'jobs': args.jobs, 'timeout': args.timeout,
-               'inplace': args.inplace,
-               'command': 'python -m d2lhelpers.batch ' + shlex.join(
-                   argv if argv is not None else sys.argv[1:]),
-               'load_average': {'start': load_start, 'end': round(os.getloadavg()[0], 2)},
-               'machine': machine(), 'environment': reported[0] if reported else None,
-               'notebooks': entries}
+    summary = {
+        'wall_seconds': round(wall, 2),
+        'jobs': args.jobs,
+        'timeout': args.timeout,
+        'inplace': args.inplace,
+        'command': 'python -m d2lhelpers.batch '
+        + shlex.join(argv if argv is not None else sys.argv[1:]),
+        'load_average': {'start': load_start, 'end': round(os.getloadavg()[0], 2)},
+        'machine': machine(),
+        'environment': reported[0] if reported else None,
+        'notebooks': entries,
+    }
     summary_path = out / 'summary.json'
     _write_json(summary, summary_path)
     if not args.no_report:
@@ -619,12 +744,14 @@ def main(argv: list[str] | None = None) -> int:
         _write_json(summary, summary_path)
         print(f'report: {_display(report)} ({summary["report_seconds"]:.1f} s)')
     bad = [e for e in entries if e['status'] != 'ok']
-    print(f'{len(entries) - len(bad)}/{len(entries)} ok in {wall:.1f} s; '
-          f'summary: {_display(summary_path)}')
+    print(
+        f'{len(entries) - len(bad)}/{len(entries)} ok in {wall:.1f} s; '
+        f'summary: {_display(summary_path)}'
+    )
     for e in bad:
         err = e['error'] or {}
-        cell = f" (cell {err['cell']})" if err.get('cell') is not None else ''
-        print(f"  {e['status']}: {e['notebook']}{cell}: {err.get('ename')}: {err.get('evalue')}")
+        cell = f' (cell {err["cell"]})' if err.get('cell') is not None else ''
+        print(f'  {e["status"]}: {e["notebook"]}{cell}: {err.get("ename")}: {err.get("evalue")}')
     return 1 if bad else 0
 
 

@@ -10,6 +10,7 @@ keeps working, with three of d2l's defects fixed:
 * ``try_all_gpus()`` returns ``[cpu()]`` when there is no GPU, never ``[]``;
 * logical GPUs count (one physical GPU split in two is two GPUs for TensorFlow).
 """
+
 from __future__ import annotations
 
 import shutil
@@ -20,8 +21,18 @@ import tensorflow as tf
 
 from ._checks import check_int
 
-__all__ = ['Device', 'cpu', 'gpu', 'num_gpus', 'try_gpu', 'try_all_gpus', 'ensure_devices',
-           'env_report', 'EnvReport', 'check_index']
+__all__ = [
+    'Device',
+    'cpu',
+    'gpu',
+    'num_gpus',
+    'try_gpu',
+    'try_all_gpus',
+    'ensure_devices',
+    'env_report',
+    'EnvReport',
+    'check_index',
+]
 
 
 def check_index(i: object, name: str = 'i') -> int:
@@ -41,10 +52,12 @@ class Device(str):
     ``with tf.device(d):``.
     """
 
-    def __new__(cls, name: str) -> 'Device':
+    def __new__(cls, name: str) -> Device:
         if not isinstance(name, (str, tf.DeviceSpec)):
-            raise TypeError(f'a device name must be a str such as "/GPU:0", got {name!r} '
-                            f'({type(name).__name__})')
+            raise TypeError(
+                f'a device name must be a str such as "/GPU:0", got {name!r} '
+                f'({type(name).__name__})'
+            )
         spec = tf.DeviceSpec.from_string(name) if isinstance(name, str) else name
         if not spec.device_type:
             raise ValueError(f'not a device name: {name!r} (expected e.g. "/CPU:0" or "/GPU:1")')
@@ -53,7 +66,7 @@ class Device(str):
     def __repr__(self) -> str:
         return str(self)
 
-    def __enter__(self) -> 'Device':
+    def __enter__(self) -> Device:
         ctx = tf.device(str(self))
         ctx.__enter__()
         self.__dict__.setdefault('_contexts', []).append(ctx)
@@ -113,17 +126,23 @@ def ensure_devices(n: int = 2, memory_limit_mb: int = 2048) -> list[Device]:
         if len(have) >= n:
             return [Device(f'/{kind}:{i}') for i in range(n)]
     extra = n - len(physical) + 1
-    config = (tf.config.LogicalDeviceConfiguration(memory_limit=memory_limit_mb) if kind == 'GPU'
-              else tf.config.LogicalDeviceConfiguration())
+    config = (
+        tf.config.LogicalDeviceConfiguration(memory_limit=memory_limit_mb)
+        if kind == 'GPU'
+        else tf.config.LogicalDeviceConfiguration()
+    )
     try:
         tf.config.set_logical_device_configuration(physical[0], [config] * extra)
     except RuntimeError as err:
         raise RuntimeError(
             f'cannot split {physical[0].name} into {extra} logical devices: TensorFlow has already '
             'started its devices. Call ensure_devices() before any other TensorFlow op '
-            '(restart the kernel and run the setup cell first).') from err
-    print(f'Chỉ có {len(physical)} {kind} vật lý: đã chia {physical[0].name.replace("/physical_device:", "")} '
-          f'thành {extra} thiết bị logic (logical device) dùng chung phần cứng của nó.')
+            '(restart the kernel and run the setup cell first).'
+        ) from err
+    print(
+        f'Chỉ có {len(physical)} {kind} vật lý: đã chia {physical[0].name.replace("/physical_device:", "")} '
+        f'thành {extra} thiết bị logic (logical device) dùng chung phần cứng của nó.'
+    )
     return [Device(f'/{kind}:{i}') for i in range(n)]
 
 
@@ -142,17 +161,25 @@ class EnvReport:
     gpus: list[dict] = field(default_factory=list)
 
     def __str__(self) -> str:
-        lines = [f'TensorFlow {self.tensorflow}, Keras {self.keras}, NumPy {self.numpy}',
-                 'bản build có CUDA: ' + (f'có (CUDA {self.cuda}, cuDNN {self.cudnn})'
-                                         if self.built_with_cuda else 'không (chỉ chạy trên CPU)'),
-                 'thiết bị vật lý: ' + ', '.join(self.physical),
-                 'thiết bị logic:  ' + ', '.join(self.logical)]
+        lines = [
+            f'TensorFlow {self.tensorflow}, Keras {self.keras}, NumPy {self.numpy}',
+            'bản build có CUDA: '
+            + (
+                f'có (CUDA {self.cuda}, cuDNN {self.cudnn})'
+                if self.built_with_cuda
+                else 'không (chỉ chạy trên CPU)'
+            ),
+            'thiết bị vật lý: ' + ', '.join(self.physical),
+            'thiết bị logic:  ' + ', '.join(self.logical),
+        ]
         if not self.gpus:
             lines.append('GPU: không tìm thấy GPU nào')
         for g in self.gpus:
-            lines.append(f"{g['device']}: {g.get('name', '?')}, compute capability "
-                         f"{g.get('compute_capability', '?')}, bộ nhớ GPU vật lý {g.get('memory_total', '?')}, "
-                         f"TF đang dùng {g['memory_current_mb']:.0f} MB (đỉnh {g['memory_peak_mb']:.0f} MB)")
+            lines.append(
+                f'{g["device"]}: {g.get("name", "?")}, compute capability '
+                f'{g.get("compute_capability", "?")}, bộ nhớ GPU vật lý {g.get("memory_total", "?")}, '
+                f'TF đang dùng {g["memory_current_mb"]:.0f} MB (đỉnh {g["memory_peak_mb"]:.0f} MB)'
+            )
         return '\n'.join(lines)
 
     def _repr_pretty_(self, p, cycle) -> None:  # IPython shows the text, not the dataclass repr
@@ -168,8 +195,13 @@ def _nvidia_smi_memory() -> list[str]:
     if not shutil.which('nvidia-smi'):
         return []
     try:
-        out = subprocess.run(['nvidia-smi', '--query-gpu=memory.total', '--format=csv,noheader'],
-                             capture_output=True, text=True, timeout=10, check=True).stdout
+        out = subprocess.run(
+            ['nvidia-smi', '--query-gpu=memory.total', '--format=csv,noheader'],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return []
     return [line.strip() for line in out.splitlines() if line.strip()]
@@ -185,13 +217,19 @@ def env_report() -> EnvReport:
     physical = tf.config.list_physical_devices('GPU')
     # Logical GPUs come in physical order, each physical GPU giving as many as it was split into
     # (Colab's T4 split in two by ensure_devices: /GPU:0 and /GPU:1 are both physical GPU 0).
-    owner = [p for p, dev in enumerate(physical)
-             for _ in range(len(tf.config.get_logical_device_configuration(dev) or [None]))]
+    owner = [
+        p
+        for p, dev in enumerate(physical)
+        for _ in range(len(tf.config.get_logical_device_configuration(dev) or [None]))
+    ]
     gpus = []
     for i, dev in enumerate(tf.config.list_logical_devices('GPU')):
         mem = tf.config.experimental.get_memory_info(dev.name)
-        entry = {'device': Device(dev.name), 'memory_current_mb': mem['current'] / 2**20,
-                 'memory_peak_mb': mem['peak'] / 2**20}
+        entry = {
+            'device': Device(dev.name),
+            'memory_current_mb': mem['current'] / 2**20,
+            'memory_peak_mb': mem['peak'] / 2**20,
+        }
         p = owner[i] if i < len(owner) else None
         if p is not None:
             details = tf.config.experimental.get_device_details(physical[p])
@@ -202,9 +240,15 @@ def env_report() -> EnvReport:
                 entry['memory_total'] = totals[p]
         gpus.append(entry)
     return EnvReport(
-        tensorflow=tf.__version__, keras=keras.__version__, numpy=np.__version__,
-        built_with_cuda=tf.test.is_built_with_cuda(), cuda=info.get('cuda_version'),
+        tensorflow=tf.__version__,
+        keras=keras.__version__,
+        numpy=np.__version__,
+        built_with_cuda=tf.test.is_built_with_cuda(),
+        cuda=info.get('cuda_version'),
         cudnn=info.get('cudnn_version'),
-        physical=[d.name.replace('/physical_device:', '/') for d in tf.config.list_physical_devices()],
+        physical=[
+            d.name.replace('/physical_device:', '/') for d in tf.config.list_physical_devices()
+        ],
         logical=[str(Device(d.name)) for d in tf.config.list_logical_devices()],
-        gpus=gpus)
+        gpus=gpus,
+    )

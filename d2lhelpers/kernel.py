@@ -6,6 +6,7 @@ sees. Both therefore run the kernel with ``capture_fd_output`` off: ``make`` ins
 kernelspec with these arguments into ``.venv`` (``python -m d2lhelpers.kernel PREFIX``) and the
 batch runner passes them to papermill itself.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,10 +33,20 @@ def install_kernelspec(prefix: str | Path) -> Path:
     """Write ``PREFIX/share/jupyter/kernels/python3/kernel.json`` for this interpreter; return its path."""
     path = Path(prefix) / 'share' / 'jupyter' / 'kernels' / 'python3' / 'kernel.json'
     path.parent.mkdir(parents=True, exist_ok=True)
-    spec = {'argv': [sys.executable, '-m', 'ipykernel_launcher', *KERNEL_ARGS,
-                     '-f', '{connection_file}'],
-            'display_name': 'Python 3 (ipykernel)', 'language': 'python',
-            'env': QUIET_ENV, 'metadata': {'debugger': True}}
+    spec = {
+        'argv': [
+            sys.executable,
+            '-m',
+            'ipykernel_launcher',
+            *KERNEL_ARGS,
+            '-f',
+            '{connection_file}',
+        ],
+        'display_name': 'Python 3 (ipykernel)',
+        'language': 'python',
+        'env': QUIET_ENV,
+        'metadata': {'debugger': True},
+    }
     path.write_text(json.dumps(spec, indent=1) + '\n', encoding='utf-8')
     return path
 

@@ -21,6 +21,7 @@ worker's stderr.
 Public API: ``run_workers``, ``WorkerResult``, ``WorkerError``, ``WorkerTimeout``, ``free_ports``,
 ``tf_config``. This module does not import TensorFlow: the workers do.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,9 +32,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -54,8 +55,9 @@ def _pause() -> None:
 class WorkerError(RuntimeError):
     """A worker failed (or the deadline passed); every worker has been killed and reaped."""
 
-    def __init__(self, message: str, *, pids: list[int], exit_codes: list[int | None],
-                 stderr: list[str]) -> None:
+    def __init__(
+        self, message: str, *, pids: list[int], exit_codes: list[int | None], stderr: list[str]
+    ) -> None:
         super().__init__(message)
         self.pids, self.exit_codes, self.stderr = pids, exit_codes, stderr
 
@@ -68,30 +70,40 @@ class WorkerTimeout(WorkerError):
 class WorkerResult:
     """What ``run_workers`` returns: per worker, its final weights and its losses, step by step."""
 
-    weights: list[list[np.ndarray]]   # weights[i]: worker i's model.get_weights()
-    losses: list[list[float]]         # losses[i][step]: the global loss each worker saw
+    weights: list[list[np.ndarray]]  # weights[i]: worker i's model.get_weights()
+    losses: list[list[float]]  # losses[i][step]: the global loss each worker saw
     exit_codes: list[int]
     pids: list[int]
-    hosts: list[str]                  # the cluster, as in TF_CONFIG
-    elapsed_s: float                  # wall time from the first start to the last exit
+    hosts: list[str]  # the cluster, as in TF_CONFIG
+    elapsed_s: float  # wall time from the first start to the last exit
 
     @property
     def max_abs_diff(self) -> float:
         """Largest |w_i - w_0| over all workers i and all weights (0.0: identical)."""
-        return max((float(np.max(np.abs(a - b))) for ws in self.weights[1:]
-                    for a, b in zip(ws, self.weights[0])), default=0.0)
+        return max(
+            (
+                float(np.max(np.abs(a - b)))
+                for ws in self.weights[1:]
+                for a, b in zip(ws, self.weights[0])
+            ),
+            default=0.0,
+        )
 
     @property
     def equal(self) -> bool:
         """True if every worker ended with bit-for-bit the same weights as worker 0."""
-        return all(len(ws) == len(self.weights[0])
-                   and all(np.array_equal(a, b) for a, b in zip(ws, self.weights[0]))
-                   for ws in self.weights[1:])
+        return all(
+            len(ws) == len(self.weights[0])
+            and all(np.array_equal(a, b) for a, b in zip(ws, self.weights[0]))
+            for ws in self.weights[1:]
+        )
 
     def __str__(self) -> str:
-        return (f'{len(self.weights)} worker: mã thoát {self.exit_codes}, '
-                f'trọng số giống hệt nhau: {self.equal}, max |w_i - w_0| = {self.max_abs_diff:.1e}, '
-                f'{self.elapsed_s:.1f} s')
+        return (
+            f'{len(self.weights)} worker: mã thoát {self.exit_codes}, '
+            f'trọng số giống hệt nhau: {self.equal}, max |w_i - w_0| = {self.max_abs_diff:.1e}, '
+            f'{self.elapsed_s:.1f} s'
+        )
 
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(str(self))
@@ -144,10 +156,17 @@ def _tail(path: Path, lines: int = 3) -> str:
     return '\n'.join(text[-lines:])
 
 
-def run_workers(n_workers: int = 2, *, steps: int = 5, global_batch: int = 64, seed: int = 0,
-                deadline_s: float = 120.0, cpu_only: bool = True,
-                worker_args: Mapping[int, Sequence[str]] | None = None,
-                python: str = sys.executable) -> WorkerResult:
+def run_workers(
+    n_workers: int = 2,
+    *,
+    steps: int = 5,
+    global_batch: int = 64,
+    seed: int = 0,
+    deadline_s: float = 120.0,
+    cpu_only: bool = True,
+    worker_args: Mapping[int, Sequence[str]] | None = None,
+    python: str = sys.executable,
+) -> WorkerResult:
     """Train one small model with ``n_workers`` processes on 127.0.0.1 and return their results.
 
     Each worker gets the same seed and data, reads its shard of every global batch of
@@ -161,8 +180,9 @@ def run_workers(n_workers: int = 2, *, steps: int = 5, global_batch: int = 64, s
     steps = check_int('steps', steps, 1)
     global_batch = check_int('global_batch', global_batch, 1)
     if global_batch % n_workers:
-        raise ValueError(f'`global_batch` ({global_batch}) must be divisible by `n_workers` '
-                         f'({n_workers})')
+        raise ValueError(
+            f'`global_batch` ({global_batch}) must be divisible by `n_workers` ({n_workers})'
+        )
     if isinstance(deadline_s, bool) or not isinstance(deadline_s, (int, float)) or deadline_s <= 0:
         raise ValueError(f'`deadline_s` must be a positive number of seconds, got {deadline_s!r}')
     worker_args = dict(worker_args or {})
@@ -176,15 +196,17 @@ def run_workers(n_workers: int = 2, *, steps: int = 5, global_batch: int = 64, s
         errs = [out / f'worker{i}.stderr' for i in range(n_workers)]
 
         def error(cls: type[WorkerError], message: str) -> WorkerError:
-            for p in procs:   # kill and reap first: the exit codes below are final
+            for p in procs:  # kill and reap first: the exit codes below are final
                 _kill(p)
             codes = [p.returncode for p in procs]
-            tails = [_tail(e) for e in errs[:len(procs)]]
-            details = ''.join(f'\n  worker {i}: mã thoát {c}'
-                              + (f', stderr: {t.splitlines()[-1]}' if t else '')
-                              for i, (p, c, t) in enumerate(zip(procs, codes, tails)))
-            return cls(message + details, pids=[p.pid for p in procs], exit_codes=codes,
-                       stderr=tails)
+            tails = [_tail(e) for e in errs[: len(procs)]]
+            details = ''.join(
+                f'\n  worker {i}: mã thoát {c}' + (f', stderr: {t.splitlines()[-1]}' if t else '')
+                for i, (p, c, t) in enumerate(zip(procs, codes, tails))
+            )
+            return cls(
+                message + details, pids=[p.pid for p in procs], exit_codes=codes, stderr=tails
+            )
 
         start = time.monotonic()
         try:
@@ -192,39 +214,67 @@ def run_workers(n_workers: int = 2, *, steps: int = 5, global_batch: int = 64, s
                 env = {**os.environ, **QUIET_ENV, 'TF_CONFIG': json.dumps(tf_config(hosts, i))}
                 if cpu_only:
                     env['CUDA_VISIBLE_DEVICES'] = ''
-                cmd = [python, str(WORKER_SCRIPT), '--out', tmp, '--steps', str(steps),
-                       '--global-batch', str(global_batch), '--seed', str(seed),
-                       *map(str, worker_args.get(i, []))]
+                cmd = [
+                    python,
+                    str(WORKER_SCRIPT),
+                    '--out',
+                    tmp,
+                    '--steps',
+                    str(steps),
+                    '--global-batch',
+                    str(global_batch),
+                    '--seed',
+                    str(seed),
+                    *map(str, worker_args.get(i, [])),
+                ]
                 with open(errs[i], 'w') as err_file:
-                    procs.append(subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL,
-                                                  stdout=err_file, stderr=subprocess.STDOUT,
-                                                  start_new_session=True))
+                    procs.append(
+                        subprocess.Popen(
+                            cmd,
+                            env=env,
+                            stdin=subprocess.DEVNULL,
+                            stdout=err_file,
+                            stderr=subprocess.STDOUT,
+                            start_new_session=True,
+                        )
+                    )
             while True:
                 codes = [p.poll() for p in procs]
                 failed = [i for i, c in enumerate(codes) if c not in (None, 0)]
                 if failed:
-                    raise error(WorkerError, f'worker {failed[0]} thoát với mã {codes[failed[0]]}; '
-                                'đã dừng (SIGKILL) mọi worker còn lại')
+                    raise error(
+                        WorkerError,
+                        f'worker {failed[0]} thoát với mã {codes[failed[0]]}; '
+                        'đã dừng (SIGKILL) mọi worker còn lại',
+                    )
                 if all(c == 0 for c in codes):
                     break
                 if time.monotonic() - start > deadline_s:
                     alive = [i for i, c in enumerate(codes) if c is None]
-                    raise error(WorkerTimeout, f'quá hạn {deadline_s:g} s: đã dừng (SIGKILL) '
-                                f'worker {alive}')
+                    raise error(
+                        WorkerTimeout, f'quá hạn {deadline_s:g} s: đã dừng (SIGKILL) worker {alive}'
+                    )
                 _pause()
             elapsed = time.monotonic() - start
             weights, losses = [], []
             for i in range(n_workers):
                 path = out / f'worker{i}.npz'
                 if not path.exists():
-                    raise error(WorkerError, f'worker {i} thoát với mã 0 nhưng không ghi {path.name}')
+                    raise error(
+                        WorkerError, f'worker {i} thoát với mã 0 nhưng không ghi {path.name}'
+                    )
                 with np.load(path) as data:
                     n_w = sum(1 for k in data.files if k.startswith('w'))
                     weights.append([data[f'w{j}'] for j in range(n_w)])
                     losses.append([float(v) for v in data['losses']])
-            return WorkerResult(weights=weights, losses=losses,
-                                exit_codes=[p.returncode for p in procs],
-                                pids=[p.pid for p in procs], hosts=hosts, elapsed_s=elapsed)
+            return WorkerResult(
+                weights=weights,
+                losses=losses,
+                exit_codes=[p.returncode for p in procs],
+                pids=[p.pid for p in procs],
+                hosts=hosts,
+                elapsed_s=elapsed,
+            )
         finally:
-            for p in procs:   # normal end, error, KeyboardInterrupt: nothing is left behind
+            for p in procs:  # normal end, error, KeyboardInterrupt: nothing is left behind
                 _kill(p)

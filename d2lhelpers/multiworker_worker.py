@@ -13,6 +13,7 @@ a temporary file and a rename, so a worker killed half-way leaves no half-writte
 Keras 3 ``model.fit`` does not work under ``MultiWorkerMirroredStrategy`` (it fails with
 "PerReplica cannot be converted to a Tensor"), hence the loop with ``strategy.run``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument('--features', type=int, default=8)
     ap.add_argument('--lr', type=float, default=0.05)
     ap.add_argument('--seed', type=int, default=0)
-    ap.add_argument('--delay-start', type=float, default=0.0,
-                    help='sleep this many seconds before starting (simulates a slow machine)')
+    ap.add_argument(
+        '--delay-start',
+        type=float,
+        default=0.0,
+        help='sleep this many seconds before starting (simulates a slow machine)',
+    )
     args = ap.parse_args(argv)
     if args.steps < 1 or args.global_batch < 1 or args.features < 1:
         ap.error('--steps, --global-batch and --features must be >= 1')
@@ -44,15 +49,17 @@ def main(argv: list[str] | None = None) -> int:
     index = config['task']['index']
     n_workers = len(config['cluster']['worker'])
     if args.global_batch % n_workers:
-        print(f'--global-batch {args.global_batch} is not divisible by {n_workers} workers',
-              file=sys.stderr)
+        print(
+            f'--global-batch {args.global_batch} is not divisible by {n_workers} workers',
+            file=sys.stderr,
+        )
         return 2
     if args.delay_start > 0:
         time.sleep(args.delay_start)
 
+    import keras
     import numpy as np
     import tensorflow as tf
-    import keras
 
     for gpu in tf.config.list_physical_devices('GPU'):  # share a GPU with other processes
         tf.config.experimental.set_memory_growth(gpu, True)
@@ -74,9 +81,13 @@ def main(argv: list[str] | None = None) -> int:
 
     keras.utils.set_random_seed(args.seed)  # identical initial weights on every worker
     with strategy.scope():
-        model = keras.Sequential([keras.Input((args.features,)),
-                                  keras.layers.Dense(16, activation='tanh'),
-                                  keras.layers.Dense(1)])
+        model = keras.Sequential(
+            [
+                keras.Input((args.features,)),
+                keras.layers.Dense(16, activation='tanh'),
+                keras.layers.Dense(1),
+            ]
+        )
         optimizer = keras.optimizers.SGD(learning_rate=args.lr)
 
     @tf.function
@@ -89,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             grads = tape.gradient(loss, model.trainable_variables)
             optimizer.apply_gradients(zip(grads, model.trainable_variables))  # all-reduce inside
             return loss
+
         per_replica = strategy.run(step, args=batch)
         return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
 

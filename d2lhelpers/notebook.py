@@ -11,6 +11,7 @@ Used by ``python -m d2lhelpers.batch`` and by the tests that check the committed
 - ``write_atomic(nb, path)``: a temporary file and a rename, never half a notebook;
 - ``first_error(nb)``: where an executed notebook failed.
 """
+
 from __future__ import annotations
 
 import ast
@@ -24,8 +25,17 @@ from typing import Any
 
 import nbformat
 
-__all__ = ['declared_parameters', 'measures_time', 'allows_error', 'for_papermill', 'canonical',
-           'refreshed', 'write_atomic', 'first_error', 'added_by_papermill']
+__all__ = [
+    'declared_parameters',
+    'measures_time',
+    'allows_error',
+    'for_papermill',
+    'canonical',
+    'refreshed',
+    'write_atomic',
+    'first_error',
+    'added_by_papermill',
+]
 
 # Cell metadata that papermill/nbclient/JupyterLab add and that changes on every run.
 _VOLATILE_CELL_META = ('execution', 'papermill', 'collapsed', 'scrolled', 'ExecuteTime')
@@ -48,12 +58,18 @@ def declared_parameters(nb: nbformat.NotebookNode) -> dict[str, Any]:
     """
     for cell in nb.cells:
         if cell.cell_type == 'code' and 'parameters' in _tags(cell):
-            source = '\n'.join('' if _MAGIC.match(line) else line
-                               for line in cell.source.splitlines())
+            source = '\n'.join(
+                '' if _MAGIC.match(line) else line for line in cell.source.splitlines()
+            )
             params: dict[str, Any] = {}
             for node in ast.parse(source).body:
-                targets = (node.targets if isinstance(node, ast.Assign)
-                           else [node.target] if isinstance(node, ast.AnnAssign) else [])
+                targets = (
+                    node.targets
+                    if isinstance(node, ast.Assign)
+                    else [node.target]
+                    if isinstance(node, ast.AnnAssign)
+                    else []
+                )
                 for target in targets:
                     if isinstance(target, ast.Name):
                         try:
@@ -75,7 +91,8 @@ def measures_time(nb: nbformat.NotebookNode) -> bool:
 def allows_error(cell: nbformat.NotebookNode) -> bool:
     """True for a cell that teaches an error (``# NBVAL_RAISES_EXCEPTION`` or its tags)."""
     return cell.cell_type == 'code' and (
-        any(t in _tags(cell) for t in _RAISES_TAGS) or bool(_RAISES_COMMENT.search(cell.source)))
+        any(t in _tags(cell) for t in _RAISES_TAGS) or bool(_RAISES_COMMENT.search(cell.source))
+    )
 
 
 def for_papermill(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -122,8 +139,9 @@ def canonical(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-def refreshed(source: nbformat.NotebookNode,
-              executed: nbformat.NotebookNode) -> nbformat.NotebookNode:
+def refreshed(
+    source: nbformat.NotebookNode, executed: nbformat.NotebookNode
+) -> nbformat.NotebookNode:
     """The committed notebook ``source`` with the outputs of the run ``executed``, canonical.
 
     Sources, cell ids, tags and notebook metadata all come from ``source``, so a refresh changes
@@ -131,7 +149,8 @@ def refreshed(source: nbformat.NotebookNode,
     """
     ran = [c for c in executed.cells if not added_by_papermill(c)]
     if len(ran) != len(source.cells) or any(
-            a.cell_type != b.cell_type or a.source != b.source for a, b in zip(source.cells, ran)):
+        a.cell_type != b.cell_type or a.source != b.source for a, b in zip(source.cells, ran)
+    ):
         raise ValueError('the executed notebook does not have the cells of its source')
     nb = copy.deepcopy(source)
     for cell, done in zip(nb.cells, ran):
@@ -188,9 +207,13 @@ def first_error(nb: nbformat.NotebookNode) -> dict[str, Any] | None:
             if out.get('output_type') == 'error':
                 if out.get('ename') == 'SystemExit' and str(out.get('evalue', '')) in ('', '0'):
                     continue
-                return {'cell': index, 'cell_id': cell.get('id'),
-                        'execution_count': cell.get('execution_count'),
-                        'ename': out.get('ename', ''), 'evalue': one_line(out.get('evalue', ''))}
+                return {
+                    'cell': index,
+                    'cell_id': cell.get('id'),
+                    'execution_count': cell.get('execution_count'),
+                    'ename': out.get('ename', ''),
+                    'evalue': one_line(out.get('evalue', '')),
+                }
     return None
 
 
@@ -198,4 +221,4 @@ def one_line(text: object, limit: int = 300) -> str:
     """The first non-empty line of ``text``, without ANSI colours, at most ``limit`` characters."""
     text = re.sub(r'\x1b\[[0-9;]*m', '', str(text))
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), '')
-    return line if len(line) <= limit else line[:limit - 1] + '…'
+    return line if len(line) <= limit else line[: limit - 1] + '…'

@@ -5,6 +5,7 @@ calls these checks, so a bad value stops the run there with a message that names
 ``save_results`` is the last cell of each measuring notebook; ``python -m d2lhelpers.batch``
 collects the files it writes.
 """
+
 from __future__ import annotations
 
 import ast
@@ -12,8 +13,9 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 __all__ = ['check_positive_int', 'check_int_list', 'check_choice', 'save_results']
 
@@ -25,8 +27,9 @@ def _is_int(value: object) -> bool:
 def check_positive_int(name: str, value: object) -> int:
     """Return ``value`` if it is an int > 0, else raise naming ``name``."""
     if not _is_int(value):
-        raise TypeError(f'tham số `{name}` phải là số nguyên, nhận được {value!r} '
-                        f'({type(value).__name__})')
+        raise TypeError(
+            f'tham số `{name}` phải là số nguyên, nhận được {value!r} ({type(value).__name__})'
+        )
     if value <= 0:
         raise ValueError(f'tham số `{name}` phải là số nguyên dương, nhận được {value}')
     return value
@@ -42,16 +45,18 @@ def check_int_list(name: str, value: object) -> list[int]:
         try:
             value = ast.literal_eval(value.strip())
         except (ValueError, SyntaxError):
-            raise TypeError(f'tham số `{name}` phải là một danh sách số nguyên, '
-                            f'nhận được {value!r}') from None
+            raise TypeError(
+                f'tham số `{name}` phải là một danh sách số nguyên, nhận được {value!r}'
+            ) from None
     if not isinstance(value, (list, tuple)):
         raise TypeError(f'tham số `{name}` phải là một danh sách số nguyên, nhận được {value!r}')
     if not value:
         raise ValueError(f'tham số `{name}` không được là danh sách rỗng')
     for v in value:
         if not _is_int(v) or v <= 0:
-            raise ValueError(f'tham số `{name}` chỉ nhận số nguyên dương, có phần tử {v!r} '
-                             f'trong {list(value)!r}')
+            raise ValueError(
+                f'tham số `{name}` chỉ nhận số nguyên dương, có phần tử {v!r} trong {list(value)!r}'
+            )
     return list(value)
 
 

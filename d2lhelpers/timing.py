@@ -8,12 +8,14 @@ every device (``tf.test.experimental.sync_devices()``) before it starts and befo
 clock, runs untimed warm-up calls first (the first call traces, allocates and autotunes), repeats,
 and reports the median and the spread rather than one number.
 """
+
 from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import tensorflow as tf
 
@@ -55,7 +57,7 @@ class Timer:
         self._t0 = None
         return self.times[-1]
 
-    def __enter__(self) -> 'Timer':
+    def __enter__(self) -> Timer:
         self.start()
         return self
 
@@ -109,8 +111,10 @@ class BenchmarkResult:
         return None if self.flops is None else self.flops / self.median / 1e9
 
     def __str__(self) -> str:
-        text = f'{self.label + ": " if self.label else ""}{format_seconds(self.median)} ± ' \
-               f'{format_seconds(self.iqr / 2)} (trung vị ± nửa IQR, {self.runs} lần đo)'
+        text = (
+            f'{self.label + ": " if self.label else ""}{format_seconds(self.median)} ± '
+            f'{format_seconds(self.iqr / 2)} (trung vị ± nửa IQR, {self.runs} lần đo)'
+        )
         if self.gflops is not None:
             text += f', {self.gflops:.1f} GFLOP/s'
         return text
@@ -119,8 +123,15 @@ class BenchmarkResult:
         p.text(str(self))
 
     def as_dict(self) -> dict[str, Any]:
-        return {'label': self.label, 'median_s': self.median, 'iqr_s': self.iqr, 'runs': self.runs,
-                'min_s': self.min, 'max_s': self.max, 'gflops': self.gflops}
+        return {
+            'label': self.label,
+            'median_s': self.median,
+            'iqr_s': self.iqr,
+            'runs': self.runs,
+            'min_s': self.min,
+            'max_s': self.max,
+            'gflops': self.gflops,
+        }
 
 
 def format_seconds(s: float) -> str:
@@ -153,10 +164,18 @@ def _autorange(fn: Callable[[], Any], min_run_time: float, timer: Timer) -> int:
         base *= 10
 
 
-def benchmark(fn: Callable[[], Any], *, repeats: int = 5, warmup: int = 1,
-              number: int | None = 1, min_run_time: float = 0.02,
-              flops: float | None = None, label: str = '', sync: bool = True,
-              clock: Callable[[], float] = time.perf_counter) -> BenchmarkResult:
+def benchmark(
+    fn: Callable[[], Any],
+    *,
+    repeats: int = 5,
+    warmup: int = 1,
+    number: int | None = 1,
+    min_run_time: float = 0.02,
+    flops: float | None = None,
+    label: str = '',
+    sync: bool = True,
+    clock: Callable[[], float] = time.perf_counter,
+) -> BenchmarkResult:
     """Time ``fn()`` honestly and return a ``BenchmarkResult`` (seconds per call).
 
     ``warmup`` untimed calls come first. Then ``repeats`` timed runs, each of ``number`` calls
@@ -175,11 +194,17 @@ def benchmark(fn: Callable[[], Any], *, repeats: int = 5, warmup: int = 1,
     warmup = check_int('warmup', warmup, 0)
     if number is not None:
         number = check_int('number', number, 1)
-    if (isinstance(min_run_time, bool) or not isinstance(min_run_time, (int, float))
-            or not min_run_time > 0):
-        raise ValueError(f'`min_run_time` must be a positive number of seconds, got {min_run_time!r}')
-    if flops is not None and (isinstance(flops, bool) or not isinstance(flops, (int, float))
-                              or flops <= 0):
+    if (
+        isinstance(min_run_time, bool)
+        or not isinstance(min_run_time, (int, float))
+        or not min_run_time > 0
+    ):
+        raise ValueError(
+            f'`min_run_time` must be a positive number of seconds, got {min_run_time!r}'
+        )
+    if flops is not None and (
+        isinstance(flops, bool) or not isinstance(flops, (int, float)) or flops <= 0
+    ):
         raise ValueError(f'`flops` must be a positive number or None, got {flops!r}')
     for _ in range(warmup):
         fn()

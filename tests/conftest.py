@@ -10,6 +10,7 @@ The terminal summary has two sections:
 Notebook items are not under ``tests/``, so per-item hooks of this conftest are not called for
 them; the items are kept from ``pytest_collection_modifyitems`` (a session-wide hook) instead.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,12 @@ _FIGURES = pytest.StashKey[list]()
 _ITEMS = pytest.StashKey[list]()
 
 # Subprocesses started by the tests: TensorFlow quiet, the project's own Jupyter kernel.
-QUIET_ENV = {'TF_CPP_MIN_LOG_LEVEL': '2', 'TF_ENABLE_ONEDNN_OPTS': '0', 'PYTHONHASHSEED': '0',
-             'JUPYTER_PATH': str(ROOT / '.venv' / 'share' / 'jupyter')}
+QUIET_ENV = {
+    'TF_CPP_MIN_LOG_LEVEL': '2',
+    'TF_ENABLE_ONEDNN_OPTS': '0',
+    'PYTHONHASHSEED': '0',
+    'JUPYTER_PATH': str(ROOT / '.venv' / 'share' / 'jupyter'),
+}
 
 
 @pytest.fixture(scope='session')
@@ -44,16 +49,19 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_ITEMS] = []
 
 
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
-                                  items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
     config.stash[_ITEMS] = list(items)
 
 
 @pytest.fixture
 def report_figure(request: pytest.FixtureRequest):
     """``report_figure(text)``: print ``text`` in the terminal summary under this test's name."""
+
     def record(text: str) -> None:
         request.config.stash[_FIGURES].append((request.node.nodeid, str(text)))
+
     return record
 
 
@@ -68,8 +76,9 @@ def _notebook_figures(items: list[pytest.Item]) -> list[tuple[str, str]]:
             continue
         if not item.test_outputs:  # not run (skipped, deselected, or failed before running)
             continue
-        text = ''.join(out.get('text', '') for out in item.test_outputs
-                       if out.get('output_type') == 'stream')
+        text = ''.join(
+            out.get('text', '') for out in item.test_outputs if out.get('output_type') == 'stream'
+        )
         if text.strip():
             try:
                 name = str(Path(item.path).resolve().relative_to(ROOT))
@@ -80,9 +89,13 @@ def _notebook_figures(items: list[pytest.Item]) -> list[tuple[str, str]]:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-    sections = [('Số liệu đo trong các test', config.stash.get(_FIGURES, [])),
-                ('Số liệu chính của các notebook (lần chạy này)',
-                 _notebook_figures(config.stash.get(_ITEMS, [])))]
+    sections = [
+        ('Số liệu đo trong các test', config.stash.get(_FIGURES, [])),
+        (
+            'Số liệu chính của các notebook (lần chạy này)',
+            _notebook_figures(config.stash.get(_ITEMS, [])),
+        ),
+    ]
     for title, entries in sections:
         if entries:
             terminalreporter.section(title)

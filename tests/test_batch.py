@@ -4,6 +4,7 @@ Each test copies the notebooks it needs into a temporary folder and runs the run
 user would (a subprocess), so nothing under ``tests/nb/`` changes. The notebooks import nothing
 heavy (no TensorFlow): a run costs a kernel start, ~2-3 s.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,14 +31,21 @@ def copy(tmp: Path, *names: str) -> None:
         shutil.copy(NB / f'{name}.ipynb', tmp / f'{name}.ipynb')
 
 
-def batch(tmp: Path, *args: str, jupyter_path: str | None = None,
-          timeout: float = 240) -> subprocess.CompletedProcess:
+def batch(
+    tmp: Path, *args: str, jupyter_path: str | None = None, timeout: float = 240
+) -> subprocess.CompletedProcess:
     """Run the runner in ``tmp``; ``jupyter_path`` None: without JUPYTER_PATH, else set to it."""
     env = {k: v for k, v in os.environ.items() if k != 'JUPYTER_PATH'}
     if jupyter_path is not None:
         env['JUPYTER_PATH'] = jupyter_path
-    return subprocess.run([sys.executable, '-m', 'd2lhelpers.batch', *args, '--no-report'],
-                          cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, '-m', 'd2lhelpers.batch', *args, '--no-report'],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def entries(tmp: Path, out: str = 'out') -> dict[str, dict]:
@@ -49,14 +57,33 @@ def test_failures_do_not_stop_the_others(tmp_path):
     """A notebook that raises, one whose parameter is bad, one that is fine: one batch."""
     copy(tmp_path, 'raises', 'ok', 'sleep-a')
     (tmp_path / 'params.yaml').write_text('notebooks:\n  sleep-a: {seconds: 0}\n')
-    run = batch(tmp_path, 'raises.ipynb', 'ok.ipynb', 'sleep-a.ipynb', '-p', 'sizes', '[-1]',
-                '-f', 'params.yaml', '--jobs', '2', '--out', 'out', jupyter_path=str(VENV_JUPYTER))
+    run = batch(
+        tmp_path,
+        'raises.ipynb',
+        'ok.ipynb',
+        'sleep-a.ipynb',
+        '-p',
+        'sizes',
+        '[-1]',
+        '-f',
+        'params.yaml',
+        '--jobs',
+        '2',
+        '--out',
+        'out',
+        jupyter_path=str(VENV_JUPYTER),
+    )
     assert run.returncode == 1, run.stdout + run.stderr
     got = entries(tmp_path)
     raised = got['raises.ipynb']
     assert raised['status'] == 'failed'
-    assert raised['error'] == {'cell': 2, 'cell_id': 'boom', 'execution_count': 2,
-                               'ename': 'RuntimeError', 'evalue': 'hỏng ở đây'}
+    assert raised['error'] == {
+        'cell': 2,
+        'cell_id': 'boom',
+        'execution_count': 2,
+        'ename': 'RuntimeError',
+        'evalue': 'hỏng ở đây',
+    }
     bad = got['ok.ipynb']
     assert bad['status'] == 'failed' and bad['parameters'] == {'sizes': [-1]}
     assert bad['error']['cell'] == 2 and bad['error']['ename'] == 'ValueError'
@@ -78,8 +105,8 @@ def test_results_are_collected(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     entry = entries(tmp_path)['ok.ipynb']
     assert entry['status'] == 'ok'
-    assert entry['results'] == {'values': [2, 4, 6]}   # the teaching error of cell 4 is allowed
-    assert entry['parameters'] == {}                    # results_path is the runner's business
+    assert entry['results'] == {'values': [2, 4, 6]}  # the teaching error of cell 4 is allowed
+    assert entry['parameters'] == {}  # results_path is the runner's business
     assert 0 < entry['kernel_seconds'] <= entry['seconds']
 
 
@@ -102,15 +129,17 @@ def test_jobs_in_parallel_but_never_beside_a_timing_notebook(tmp_path):
     copy(tmp_path, 'sleep-a', 'sleep-b', 'timed')
     run = batch(tmp_path, '.', '--jobs', '2', '--out', 'out')
     assert run.returncode == 0, run.stdout + run.stderr
-    times = {n: json.loads((tmp_path / f'{n}.times.json').read_text())
-             for n in ('sleep-a', 'sleep-b', 'timed')}
+    times = {
+        n: json.loads((tmp_path / f'{n}.times.json').read_text())
+        for n in ('sleep-a', 'sleep-b', 'timed')
+    }
 
     def overlap(a, b):
         return times[a]['start'] < times[b]['end'] and times[b]['start'] < times[a]['end']
 
     assert overlap('sleep-a', 'sleep-b'), times
     assert not overlap('timed', 'sleep-a') and not overlap('timed', 'sleep-b'), times
-    assert all(t['cwd'] == str(tmp_path) for t in times.values())   # the notebook's folder
+    assert all(t['cwd'] == str(tmp_path) for t in times.values())  # the notebook's folder
     got = entries(tmp_path)
     assert got['timed.ipynb']['ran'] == 'alone (measures time)'
     assert got['timed.ipynb']['beside'] == []
@@ -123,10 +152,17 @@ def test_inplace_refreshes_only_successful_notebooks(tmp_path):
     (tmp_path / 'ok.ipynb').chmod(0o640)
     before = (tmp_path / 'raises.ipynb').read_bytes()
     source = nbformat.read(tmp_path / 'ok.ipynb', as_version=4)
-    run = batch(tmp_path, 'ok.ipynb', 'raises.ipynb', '--inplace', '--out', 'out',
-                jupyter_path=str(VENV_JUPYTER))
+    run = batch(
+        tmp_path,
+        'ok.ipynb',
+        'raises.ipynb',
+        '--inplace',
+        '--out',
+        'out',
+        jupyter_path=str(VENV_JUPYTER),
+    )
     assert run.returncode == 1, run.stdout + run.stderr
-    assert (tmp_path / 'raises.ipynb').read_bytes() == before          # untouched, byte for byte
+    assert (tmp_path / 'raises.ipynb').read_bytes() == before  # untouched, byte for byte
     got = entries(tmp_path)
     assert got['ok.ipynb']['refreshed'] is True and got['raises.ipynb']['refreshed'] is False
     text = (tmp_path / 'ok.ipynb').read_text(encoding='utf-8')
@@ -134,13 +170,13 @@ def test_inplace_refreshes_only_successful_notebooks(tmp_path):
     nbformat.validate(nb)
     assert 'papermill' not in text and '"execution"' not in text
     assert 'injected-parameters' not in text and 'results_path = "' not in text
-    assert nb.metadata == source.metadata                     # kernelspec and the rest kept
+    assert nb.metadata == source.metadata  # kernelspec and the rest kept
     assert [c.id for c in nb.cells] == [c.id for c in source.cells]
     assert [c.get('metadata') for c in nb.cells] == [c.get('metadata') for c in source.cells]
     counts = [c.execution_count for c in nb.cells if c.cell_type == 'code']
     assert counts == list(range(1, len(counts) + 1))
     assert nb.cells[3].outputs[0]['data']['text/plain'] == '[2, 4, 6]'
-    assert nb.cells[4].outputs[0]['ename'] == 'ZeroDivisionError'   # the error it teaches
+    assert nb.cells[4].outputs[0]['ename'] == 'ZeroDivisionError'  # the error it teaches
     assert canonical(nb) == nb and text.endswith('\n')
     assert stat.S_IMODE((tmp_path / 'ok.ipynb').stat().st_mode) == 0o640
     assert not list(tmp_path.glob('.*.tmp'))
@@ -151,12 +187,16 @@ def test_inplace_leaves_a_notebook_edited_during_the_run(tmp_path, monkeypatch, 
     monkeypatch.chdir(tmp_path)
     path = tmp_path / 'timed.ipynb'
     jobs = plan([path], {}, {}, tmp_path / 'out', inplace=True)
-    path.write_text(path.read_text(encoding='utf-8').replace('seconds = 1', 'seconds = 0'),
-                    encoding='utf-8')                         # someone edits it meanwhile
+    path.write_text(
+        path.read_text(encoding='utf-8').replace('seconds = 1', 'seconds = 0'), encoding='utf-8'
+    )  # someone edits it meanwhile
     edited = path.read_bytes()
     [entry] = run_batch(jobs, jobs_at_once=1, timeout=120, out=tmp_path / 'out', inplace=True)
     assert entry['status'] == 'ok' and entry['refreshed'] is False
-    assert 'changed while it ran' in entry['note'] and 'changed while it ran' in capsys.readouterr().out
+    assert (
+        'changed while it ran' in entry['note']
+        and 'changed while it ran' in capsys.readouterr().out
+    )
     assert path.read_bytes() == edited
 
 
@@ -166,14 +206,17 @@ def test_inplace_refuses_parameters(tmp_path):
     assert run.returncode == 2 and '--inplace' in run.stderr
 
 
-@pytest.mark.parametrize('args, message', [
-    (['-p', 'sizez', '[1]'], 'no notebook of this run declares the parameter(s) `sizez`'),
-    (['-p', 'sizes', '[1,'], "-p sizes: cannot read '[1,' as YAML"),
-    (['-p', 'results_path', 'x'], 'results_path is set by the runner'),
-    (['-f', 'missing.yaml'], 'cannot read parameter file missing.yaml'),
-    (['--jobs', '0'], '--jobs must be >= 1'),
-    (['nothing.ipynb'], 'not a notebook or a folder: nothing.ipynb'),
-])
+@pytest.mark.parametrize(
+    'args, message',
+    [
+        (['-p', 'sizez', '[1]'], 'no notebook of this run declares the parameter(s) `sizez`'),
+        (['-p', 'sizes', '[1,'], "-p sizes: cannot read '[1,' as YAML"),
+        (['-p', 'results_path', 'x'], 'results_path is set by the runner'),
+        (['-f', 'missing.yaml'], 'cannot read parameter file missing.yaml'),
+        (['--jobs', '0'], '--jobs must be >= 1'),
+        (['nothing.ipynb'], 'not a notebook or a folder: nothing.ipynb'),
+    ],
+)
 def test_bad_command_line_runs_nothing(tmp_path, args, message):
     copy(tmp_path, 'ok')
     paths = [] if any(a.endswith('.ipynb') for a in args) else ['ok.ipynb']
@@ -196,10 +239,11 @@ def test_parameter_file_for_one_notebook_must_be_declared(tmp_path):
 
 # --- the notebook helpers ---------------------------------------------------------------------
 
+
 def test_notebook_helpers():
     nb = nbformat.read(NB / 'ok.ipynb', as_version=4)
     assert declared_parameters(nb) == {'sizes': [1, 2, 3], 'scale': 2, 'results_path': None}
-    assert canonical(nb) == nb                           # the test notebooks are canonical
+    assert canonical(nb) == nb  # the test notebooks are canonical
     executed = nbformat.from_dict(json.loads(json.dumps(nb)))
     executed.metadata['papermill'] = {'duration': 1.0}
     executed.metadata['language_info'] = {'name': 'python', 'version': '3.11.2'}
@@ -210,14 +254,24 @@ def test_notebook_helpers():
         cell.execution_count = i + 7
         cell.metadata['papermill'] = {'duration': 0.1}
         cell.metadata['execution'] = {'iopub.status.busy': 'now'}
-    executed.cells[5].outputs = [nbformat.v4.new_output('error', ename='ZeroDivisionError',
-                                                        evalue='division by zero', traceback=[])]
-    assert first_error(executed) is None                 # cell 4 teaches that error
-    executed.cells[4].outputs = [nbformat.v4.new_output('error', ename='ValueError',
-                                                        evalue='\x1b[31mline one\nline two',
-                                                        traceback=[])]
-    assert first_error(executed) == {'cell': 3, 'cell_id': 'compute', 'execution_count': 10,
-                                     'ename': 'ValueError', 'evalue': 'line one'}
+    executed.cells[5].outputs = [
+        nbformat.v4.new_output(
+            'error', ename='ZeroDivisionError', evalue='division by zero', traceback=[]
+        )
+    ]
+    assert first_error(executed) is None  # cell 4 teaches that error
+    executed.cells[4].outputs = [
+        nbformat.v4.new_output(
+            'error', ename='ValueError', evalue='\x1b[31mline one\nline two', traceback=[]
+        )
+    ]
+    assert first_error(executed) == {
+        'cell': 3,
+        'cell_id': 'compute',
+        'execution_count': 10,
+        'ename': 'ValueError',
+        'evalue': 'line one',
+    }
     fresh = refreshed(nb, executed)
     assert fresh.metadata == nb.metadata and len(fresh.cells) == len(nb.cells)
     assert [c.execution_count for c in fresh.cells if c.cell_type == 'code'] == [1, 2, 3, 4, 5]
@@ -229,47 +283,107 @@ def test_notebook_helpers():
 
 FAKE_RESULTS = {
     'exercises/01-cpu-vs-gpu-matmul.ipynb': {
-        'sizes': [64, 256, 1024], 'devices': ['/CPU:0', 'numpy'],
-        'median_s': {'/CPU:0': {'64': 2e-5, '256': 3e-4, '1024': 0.011},
-                     'numpy': {'64': 1e-5, '256': 2.5e-4, '1024': 0.012}},
-        'gflops': {'/CPU:0': {'64': 26.2, '256': 111.8, '1024': 195.2},
-                   'numpy': {'64': 52.4, '256': 134.2, '1024': 179.0}},
-        'crossover_n': 1024},
+        'sizes': [64, 256, 1024],
+        'devices': ['/CPU:0', 'numpy'],
+        'median_s': {
+            '/CPU:0': {'64': 2e-5, '256': 3e-4, '1024': 0.011},
+            'numpy': {'64': 1e-5, '256': 2.5e-4, '1024': 0.012},
+        },
+        'gflops': {
+            '/CPU:0': {'64': 26.2, '256': 111.8, '1024': 195.2},
+            'numpy': {'64': 52.4, '256': 134.2, '1024': 179.0},
+        },
+        'crossover_n': 1024,
+    },
     'exercises/03-log-on-device.ipynb': {
-        'median_s': {'no_logging': 0.021, 'host_every_step': 0.396, 'device_once': 0.239,
-                     'tf_function': 0.027},
-        'slowdown_vs_no_logging': {'no_logging': 1.0, 'host_every_step': 18.9,
-                                   'device_once': 11.4, 'tf_function': 1.29}},
+        'median_s': {
+            'no_logging': 0.021,
+            'host_every_step': 0.396,
+            'device_once': 0.239,
+            'tf_function': 0.027,
+        },
+        'slowdown_vs_no_logging': {
+            'no_logging': 1.0,
+            'host_every_step': 18.9,
+            'device_once': 11.4,
+            'tf_function': 1.29,
+        },
+    },
     'exercises/04-two-gpu-matmul.ipynb': {
-        'median_s': {'sequential': 0.52, 'concurrent': 0.28}, 'speedup': 1.86, 'ideal': 2.0},
+        'median_s': {'sequential': 0.52, 'concurrent': 0.28},
+        'speedup': 1.86,
+        'ideal': 2.0,
+    },
     'notebooks/choose-a-gpu.ipynb': {
         'bandwidth_gbs': {'/CPU:0': 12.1},
         'gflops': {'/CPU:0': {'256': 110.0, '1024': 190.0, '2048': 205.0}},
-        'dtype_gflops': {'/CPU:0': {'float32': 190.0, 'float16': 12.0, 'bfloat16': 45.0}}},
+        'dtype_gflops': {'/CPU:0': {'float32': 190.0, 'float16': 12.0, 'bfloat16': 45.0}},
+    },
     'notebooks/data-parallel.ipynb': {
-        'losses': {'single': [2.3, 1.2, 0.8, 0.6], 'mirrored_fit': [2.3, 1.2, 0.8, 0.6],
-                   'custom_loop': [2.3, 1.21, 0.81, 0.6]},
+        'losses': {
+            'single': [2.3, 1.2, 0.8, 0.6],
+            'mirrored_fit': [2.3, 1.2, 0.8, 0.6],
+            'custom_loop': [2.3, 1.21, 0.81, 0.6],
+        },
         'max_abs_weight_diff': {'mirrored_fit': 1e-7, 'custom_loop': 3e-7},
-        'workers_equal': True, 'step_time_s': {'1': 0.012, '2': 0.009}},
+        'workers_equal': True,
+        'step_time_s': {'1': 0.012, '2': 0.009},
+    },
     'exercises/05-other.ipynb': {'answer': 42, 'nested': {'ratio': 1.5}},
 }
 
 
 def test_report_from_a_fake_summary(tmp_path):
-    notebooks = [{'notebook': name, 'status': 'ok', 'seconds': 12.3, 'error': None,
-                  'parameters': {}, 'results': results, 'measures_time': True,
-                  'ran': 'alone (measures time)', 'beside': []}
-                 for name, results in FAKE_RESULTS.items()]
-    notebooks.append({'notebook': 'exercises/02-broken.ipynb', 'status': 'failed', 'seconds': 3.0,
-                      'error': {'cell': 3, 'ename': 'ValueError',
-                                'evalue': 'tham số `sizes` chỉ nhận số nguyên dương | x'},
-                      'parameters': {'sizes': [-1]}, 'results': None, 'measures_time': False,
-                      'ran': 'beside 1 other(s) (--jobs 2)', 'beside': ['a.ipynb']})
-    summary = {'wall_seconds': 80.5, 'jobs': 2, 'inplace': False, 'notebooks': notebooks,
-               'load_average': {'start': 0.1, 'end': 1.9},
-               'machine': {'platform': 'Linux', 'python': '3.11', 'cores': 2}}
-    env = {'tensorflow': '2.21.0', 'keras': '3.15.1', 'numpy': '2.4.6', 'built_with_cuda': False,
-           'cuda': None, 'cudnn': None, 'physical': ['/CPU:0'], 'logical': ['/CPU:0'], 'gpus': []}
+    notebooks = [
+        {
+            'notebook': name,
+            'status': 'ok',
+            'seconds': 12.3,
+            'error': None,
+            'parameters': {},
+            'results': results,
+            'measures_time': True,
+            'ran': 'alone (measures time)',
+            'beside': [],
+        }
+        for name, results in FAKE_RESULTS.items()
+    ]
+    notebooks.append(
+        {
+            'notebook': 'exercises/02-broken.ipynb',
+            'status': 'failed',
+            'seconds': 3.0,
+            'error': {
+                'cell': 3,
+                'ename': 'ValueError',
+                'evalue': 'tham số `sizes` chỉ nhận số nguyên dương | x',
+            },
+            'parameters': {'sizes': [-1]},
+            'results': None,
+            'measures_time': False,
+            'ran': 'beside 1 other(s) (--jobs 2)',
+            'beside': ['a.ipynb'],
+        }
+    )
+    summary = {
+        'wall_seconds': 80.5,
+        'jobs': 2,
+        'inplace': False,
+        'notebooks': notebooks,
+        'load_average': {'start': 0.1, 'end': 1.9},
+        'machine': {'platform': 'Linux', 'python': '3.11', 'cores': 2},
+    }
+    env = {
+        'tensorflow': '2.21.0',
+        'keras': '3.15.1',
+        'numpy': '2.4.6',
+        'built_with_cuda': False,
+        'cuda': None,
+        'cudnn': None,
+        'physical': ['/CPU:0'],
+        'logical': ['/CPU:0'],
+        'gpus': [],
+    }
     path = write_report(summary, tmp_path, env=env)
     text = path.read_text(encoding='utf-8')
     pngs = sorted(p.name for p in tmp_path.glob('*.png'))

@@ -4,6 +4,7 @@ GPU and no-GPU paths are tested by replacing TensorFlow's device listings with f
 pass with or without a GPU. Splitting devices changes TensorFlow's process-wide configuration, so the
 real split runs in one subprocess (with GPUs hidden: the CPU path).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -16,25 +17,41 @@ import pytest
 import tensorflow as tf
 
 import d2lhelpers
-from d2lhelpers import (Device, EnvReport, cpu, ensure_devices, env_report, gpu, num_gpus,
-                        try_all_gpus, try_gpu)
+from d2lhelpers import (
+    Device,
+    EnvReport,
+    cpu,
+    ensure_devices,
+    env_report,
+    gpu,
+    num_gpus,
+    try_all_gpus,
+    try_gpu,
+)
 from d2lhelpers import devices as devices_module
 
 
 def fake_devices(monkeypatch, gpus: int, physical_gpus: int | None = None) -> None:
     """Make TensorFlow list ``gpus`` logical and ``physical_gpus`` physical GPUs besides the CPU."""
     physical_gpus = gpus if physical_gpus is None else physical_gpus
-    logical = {'CPU': [tf.config.LogicalDevice('/device:CPU:0', 'CPU')],
-               'GPU': [tf.config.LogicalDevice(f'/device:GPU:{i}', 'GPU') for i in range(gpus)]}
-    physical = {'CPU': [tf.config.PhysicalDevice('/physical_device:CPU:0', 'CPU')],
-                'GPU': [tf.config.PhysicalDevice(f'/physical_device:GPU:{i}', 'GPU')
-                        for i in range(physical_gpus)]}
+    logical = {
+        'CPU': [tf.config.LogicalDevice('/device:CPU:0', 'CPU')],
+        'GPU': [tf.config.LogicalDevice(f'/device:GPU:{i}', 'GPU') for i in range(gpus)],
+    }
+    physical = {
+        'CPU': [tf.config.PhysicalDevice('/physical_device:CPU:0', 'CPU')],
+        'GPU': [
+            tf.config.PhysicalDevice(f'/physical_device:GPU:{i}', 'GPU')
+            for i in range(physical_gpus)
+        ],
+    }
 
     def lister(table):
         def list_devices(device_type=None):
             if device_type is None:
                 return table['CPU'] + table['GPU']
             return list(table.get(device_type.upper(), []))
+
         return list_devices
 
     monkeypatch.setattr(tf.config, 'list_logical_devices', lister(logical))
@@ -42,6 +59,7 @@ def fake_devices(monkeypatch, gpus: int, physical_gpus: int | None = None) -> No
 
 
 # --- names and reprs -------------------------------------------------------------------------
+
 
 def test_cpu_is_named_cpu0():
     assert cpu() == '/CPU:0'
@@ -87,6 +105,7 @@ def test_gpu_non_int_index_is_a_type_error(bad):
 
 # --- using a device as a context -------------------------------------------------------------
 
+
 def test_with_device_places_ops_there():
     with cpu():
         x = tf.constant([1.0]) + 1
@@ -118,6 +137,7 @@ def test_with_try_gpu_works_without_a_gpu(monkeypatch):
 
 
 # --- counting and falling back ---------------------------------------------------------------
+
 
 def test_num_gpus_matches_tensorflow_on_this_machine():
     assert num_gpus() == len(tf.config.list_logical_devices('GPU'))
@@ -171,6 +191,7 @@ def test_try_gpu_non_int_is_a_type_error(bad):
 
 # --- ensure_devices: logic (in process, nothing is split here) -----------------------------------
 
+
 @pytest.mark.parametrize('bad', [0, -1])
 def test_ensure_devices_n_below_one_is_a_value_error(bad):
     with pytest.raises(ValueError, match='`n`'):
@@ -207,11 +228,14 @@ def test_ensure_devices_splits_one_gpu_with_memory_limit(monkeypatch, capsys):
     fake_devices(monkeypatch, gpus=1)
     calls = []
     monkeypatch.setattr(tf.config, 'get_logical_device_configuration', lambda dev: None)
-    monkeypatch.setattr(tf.config, 'set_logical_device_configuration',
-                        lambda dev, configs: calls.append((dev.name, configs)))
+    monkeypatch.setattr(
+        tf.config,
+        'set_logical_device_configuration',
+        lambda dev, configs: calls.append((dev.name, configs)),
+    )
     devices = ensure_devices(2, memory_limit_mb=1024)
     assert devices == ['/GPU:0', '/GPU:1']
-    (name, configs), = calls
+    ((name, configs),) = calls
     assert name == '/physical_device:GPU:0'
     assert [c.memory_limit for c in configs] == [1024, 1024]
     assert 'GPU:0' in capsys.readouterr().out
@@ -225,7 +249,7 @@ def test_ensure_devices_after_runtime_start_is_a_clear_runtime_error():
 
 # --- ensure_devices: real split, in a fresh process ----------------------------------------------
 
-SPLIT_SCRIPT = textwrap.dedent('''
+SPLIT_SCRIPT = textwrap.dedent("""
     import contextlib, io, json
     from d2lhelpers import ensure_devices
     import tensorflow as tf
@@ -247,14 +271,15 @@ SPLIT_SCRIPT = textwrap.dedent('''
     out['fewer'], _ = quietly(ensure_devices, 1)
     out['larger'], _ = quietly(ensure_devices, 3)
     print(json.dumps(out))
-''')
+""")
 
 
 @pytest.fixture(scope='module')
 def split_run(quiet_env):
     env = {**quiet_env, 'CUDA_VISIBLE_DEVICES': '-1'}  # the CPU path, on any machine
-    proc = subprocess.run([sys.executable, '-c', SPLIT_SCRIPT], capture_output=True, text=True,
-                          env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, '-c', SPLIT_SCRIPT], capture_output=True, text=True, env=env, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -291,6 +316,7 @@ def test_ensure_devices_larger_n_after_start_is_a_clear_runtime_error(split_run)
 
 # --- env_report ------------------------------------------------------------------------------
 
+
 def test_env_report_without_gpu(monkeypatch):
     fake_devices(monkeypatch, gpus=0)
     text = str(env_report())
@@ -310,6 +336,7 @@ def test_env_report_shows_as_text_in_ipython():
 
         def text(self, s):
             self.text_ += s
+
     p = Printer()
     report = env_report()
     report._repr_pretty_(p, False)
@@ -318,12 +345,21 @@ def test_env_report_shows_as_text_in_ipython():
 
 def test_env_report_with_fake_gpus(monkeypatch):
     fake_devices(monkeypatch, gpus=2, physical_gpus=1)  # Colab: one T4 split in two
-    monkeypatch.setattr(tf.config, 'get_logical_device_configuration',
-                        lambda dev: [tf.config.LogicalDeviceConfiguration(2048)] * 2)
-    monkeypatch.setattr(tf.config.experimental, 'get_memory_info',
-                        lambda name: {'current': 3 * 2**20, 'peak': 5 * 2**20})
-    monkeypatch.setattr(tf.config.experimental, 'get_device_details',
-                        lambda dev: {'device_name': 'Tesla T4', 'compute_capability': (7, 5)})
+    monkeypatch.setattr(
+        tf.config,
+        'get_logical_device_configuration',
+        lambda dev: [tf.config.LogicalDeviceConfiguration(2048)] * 2,
+    )
+    monkeypatch.setattr(
+        tf.config.experimental,
+        'get_memory_info',
+        lambda name: {'current': 3 * 2**20, 'peak': 5 * 2**20},
+    )
+    monkeypatch.setattr(
+        tf.config.experimental,
+        'get_device_details',
+        lambda dev: {'device_name': 'Tesla T4', 'compute_capability': (7, 5)},
+    )
     monkeypatch.setattr(devices_module, '_nvidia_smi_memory', lambda: ['15360 MiB'])
     report = env_report()
     text = str(report)
@@ -337,19 +373,28 @@ def test_env_report_maps_split_logical_gpus_to_their_physical_gpu(monkeypatch):
     """Physical GPU 0 split in two, physical GPU 1 whole: /GPU:1 is still on physical GPU 0."""
     fake_devices(monkeypatch, gpus=3, physical_gpus=2)
     splits = {'/physical_device:GPU:0': [tf.config.LogicalDeviceConfiguration(1024)] * 2}
-    monkeypatch.setattr(tf.config, 'get_logical_device_configuration',
-                        lambda dev: splits.get(dev.name))
-    monkeypatch.setattr(tf.config.experimental, 'get_memory_info',
-                        lambda name: {'current': 0, 'peak': 0})
-    monkeypatch.setattr(tf.config.experimental, 'get_device_details',
-                        lambda dev: {'device_name': f'GPU model {dev.name[-1]}'})
+    monkeypatch.setattr(
+        tf.config, 'get_logical_device_configuration', lambda dev: splits.get(dev.name)
+    )
+    monkeypatch.setattr(
+        tf.config.experimental, 'get_memory_info', lambda name: {'current': 0, 'peak': 0}
+    )
+    monkeypatch.setattr(
+        tf.config.experimental,
+        'get_device_details',
+        lambda dev: {'device_name': f'GPU model {dev.name[-1]}'},
+    )
     monkeypatch.setattr(devices_module, '_nvidia_smi_memory', lambda: ['15360 MiB', '40960 MiB'])
     report = env_report()
     assert [(g['name'], g['memory_total']) for g in report.gpus] == [
-        ('GPU model 0', '15360 MiB'), ('GPU model 0', '15360 MiB'), ('GPU model 1', '40960 MiB')]
+        ('GPU model 0', '15360 MiB'),
+        ('GPU model 0', '15360 MiB'),
+        ('GPU model 1', '40960 MiB'),
+    ]
 
 
 # --- the package -----------------------------------------------------------------------------
+
 
 def test_every_public_name_resolves_and_has_a_docstring():
     for name in d2lhelpers.__all__:
@@ -367,8 +412,16 @@ def test_unknown_name_is_an_attribute_error():
 
 
 def test_import_has_no_side_effects(quiet_env):
-    code = ('import sys, d2lhelpers, d2lhelpers.params; '
-            'print("tensorflow" in sys.modules, "keras" in sys.modules)')
-    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                         env=quiet_env, timeout=60, check=True).stdout
+    code = (
+        'import sys, d2lhelpers, d2lhelpers.params; '
+        'print("tensorflow" in sys.modules, "keras" in sys.modules)'
+    )
+    out = subprocess.run(
+        [sys.executable, '-c', code],
+        capture_output=True,
+        text=True,
+        env=quiet_env,
+        timeout=60,
+        check=True,
+    ).stdout
     assert out.split() == ['False', 'False']

@@ -3,6 +3,7 @@
 The first test trains for real (two TensorFlow processes, ~10-20 s on 2 cores); the others fail
 on purpose and must leave no worker alive.
 """
+
 from __future__ import annotations
 
 import os
@@ -57,7 +58,7 @@ def test_worker_that_fails_to_start_stops_the_others():
     err = info.value
     assert not isinstance(err, WorkerTimeout)
     assert err.exit_codes[1] == 2
-    assert err.exit_codes[0] is not None and err.exit_codes[0] != 0   # killed, not left waiting
+    assert err.exit_codes[0] is not None and err.exit_codes[0] != 0  # killed, not left waiting
     assert 'unrecognized arguments' in err.stderr[1]
     _assert_nothing_left(err.pids, 2)
 
@@ -104,7 +105,9 @@ def test_free_ports_and_tf_config():
     ports = free_ports(3)
     assert len(set(ports)) == 3 and all(0 < p < 65536 for p in ports)
     hosts = [f'127.0.0.1:{p}' for p in ports]
-    assert tf_config(hosts, 2) == {'cluster': {'worker': hosts},
-                                   'task': {'type': 'worker', 'index': 2}}
+    assert tf_config(hosts, 2) == {
+        'cluster': {'worker': hosts},
+        'task': {'type': 'worker', 'index': 2},
+    }
     with pytest.raises(ValueError, match='index'):
         tf_config(hosts, 3)

@@ -6,6 +6,7 @@ that tests/sanitize.cfg masks), and checked by ``pytest --nbval`` exactly as ``m
 (same sanitize file, same kernel, same environment): the unaltered copy must pass, and the copy
 whose output differs by one character must fail on that cell and only there.
 """
+
 from __future__ import annotations
 
 import re
@@ -66,17 +67,26 @@ def mutate(text: str) -> str:
     """``text`` with its last letter or digit changed to another one."""
     i = max(m.start() for m in re.finditer(r'[0-9A-Za-z]', text))
     c = text[i]
-    new = (str((int(c) + 1) % 10) if c.isdigit()
-           else ('b' if c.lower() == 'a' else 'a').upper() if c.isupper()
-           else 'b' if c == 'a' else 'a')
-    return text[:i] + new + text[i + 1:]
+    new = (
+        str((int(c) + 1) % 10)
+        if c.isdigit()
+        else ('b' if c.lower() == 'a' else 'a').upper()
+        if c.isupper()
+        else 'b'
+        if c == 'a'
+        else 'a'
+    )
+    return text[:i] + new + text[i + 1 :]
 
 
 def synthetic_notebook():
     """Only for a checkout without any executed notebook: one cell whose stored output is 42."""
     nb = nbformat.v4.new_notebook()
-    nb.metadata.kernelspec = {'name': 'python3', 'display_name': 'Python 3 (ipykernel)',
-                              'language': 'python'}
+    nb.metadata.kernelspec = {
+        'name': 'python3',
+        'display_name': 'Python 3 (ipykernel)',
+        'language': 'python',
+    }
     cell = nbformat.v4.new_code_cell('print(6 * 7)', id='answer', execution_count=1)
     cell.outputs = [nbformat.v4.new_output('stream', name='stdout', text='42\n')]
     nb.cells = [cell]
@@ -85,10 +95,12 @@ def synthetic_notebook():
 
 def source_notebook():
     """(name, notebook): the preferred committed notebook, another executed one, or a synthetic one."""
-    committed = sorted(p.relative_to(ROOT).as_posix()
-                       for folder in ('notebooks', 'exercises')
-                       for p in (ROOT / folder).rglob('*.ipynb')
-                       if '.ipynb_checkpoints' not in p.parts)
+    committed = sorted(
+        p.relative_to(ROOT).as_posix()
+        for folder in ('notebooks', 'exercises')
+        for p in (ROOT / folder).rglob('*.ipynb')
+        if '.ipynb_checkpoints' not in p.parts
+    )
     committed.sort(key=lambda p: p != PREFERRED)
     for name in committed:
         nb = nbformat.read(ROOT / name, as_version=4)
@@ -99,16 +111,29 @@ def source_notebook():
 
 def nbval_command(notebook: Path) -> list[str]:
     """`make test`'s nbval options (see the Makefile) on one notebook."""
-    return [sys.executable, '-m', 'pytest', str(notebook), '--nbval',
-            '--nbval-sanitize-with', str(SANITIZE), '--nbval-cell-timeout', '600',
-            '-p', 'no:cacheprovider', '-q', '-rfE', '--color=no']
+    return [
+        sys.executable,
+        '-m',
+        'pytest',
+        str(notebook),
+        '--nbval',
+        '--nbval-sanitize-with',
+        str(SANITIZE),
+        '--nbval-cell-timeout',
+        '600',
+        '-p',
+        'no:cacheprovider',
+        '-q',
+        '-rfE',
+        '--color=no',
+    ]
 
 
 @pytest.fixture(scope='module')
 def runs(tmp_path_factory, quiet_env):
     name, nb = source_notebook()
     index, code_number = pick(nb)
-    nb.cells = nb.cells[:index + 1]
+    nb.cells = nb.cells[: index + 1]
     out, key = compared_text(nb.cells[index])
     before = out.text if key == 'text' else out.data[key]
     after = mutate(before)
@@ -130,8 +155,14 @@ def runs(tmp_path_factory, quiet_env):
         # Both run at once (each starts its own kernel and imports TensorFlow).
         # GPUs hidden: the stored outputs come from a CPU-only run, on any machine.
         env = {**quiet_env, 'CUDA_VISIBLE_DEVICES': '-1'}
-        procs[kind] = subprocess.Popen(nbval_command(path), cwd=folder, env=env,
-                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        procs[kind] = subprocess.Popen(
+            nbval_command(path),
+            cwd=folder,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
     results = {}
     for kind, proc in procs.items():
         try:
@@ -144,8 +175,12 @@ def runs(tmp_path_factory, quiet_env):
 
 
 def test_uses_a_committed_notebook_when_there_is_one(runs):
-    executed = [p for folder in ('notebooks', 'exercises') for p in (ROOT / folder).rglob('*.ipynb')
-                if pick(nbformat.read(p, as_version=4))]
+    executed = [
+        p
+        for folder in ('notebooks', 'exercises')
+        for p in (ROOT / folder).rglob('*.ipynb')
+        if pick(nbformat.read(p, as_version=4))
+    ]
     assert (runs['name'] == 'synthetic') == (not executed)
     if (ROOT / PREFERRED).exists() and pick(nbformat.read(ROOT / PREFERRED, as_version=4)):
         assert runs['name'] == PREFERRED
@@ -160,6 +195,7 @@ def test_nbval_fails_the_altered_copy_on_that_cell(runs):
     code, output = runs['altered']
     failed = re.findall(r'^FAILED \S+::Cell (\d+)', output, flags=re.MULTILINE)
     assert code == 1 and failed == [str(runs['code_number'])], (
-        f"{runs['name']}: stored {runs['before']!r} changed to {runs['after']!r} in code cell "
-        f"{runs['code_number']}, yet nbval did not fail there alone:\n{output[-3000:]}")
+        f'{runs["name"]}: stored {runs["before"]!r} changed to {runs["after"]!r} in code cell '
+        f'{runs["code_number"]}, yet nbval did not fail there alone:\n{output[-3000:]}'
+    )
     assert 'Cell outputs differ' in output

@@ -7,6 +7,7 @@ same ``ast.dump`` of the ``FunctionDef`` (signature, annotations, docstring and 
 comments do not count). Like nbdev's "Notebooks and library are not in sync", the failure names
 each function that drifted.
 """
+
 from __future__ import annotations
 
 import ast
@@ -22,8 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # notebook -> (package module it mirrors, functions it must define)
 SYNCED = {
-    'notebooks/use-gpu.ipynb': ('d2lhelpers/devices.py',
-                                {'cpu', 'gpu', 'num_gpus', 'try_gpu', 'try_all_gpus'}),
+    'notebooks/use-gpu.ipynb': (
+        'd2lhelpers/devices.py',
+        {'cpu', 'gpu', 'num_gpus', 'try_gpu', 'try_all_gpus'},
+    ),
 }
 
 _MAGIC = re.compile(r'^(\s*)[%!].*$', re.MULTILINE)
@@ -42,8 +45,11 @@ def code_cells(notebook: Path) -> list[str]:
 
 
 def top_level_functions(source: str) -> dict[str, ast.FunctionDef]:
-    return {node.name: node for node in ast.parse(source).body
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return {
+        node.name: node
+        for node in ast.parse(source).body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
 
 
 def notebook_functions(notebook: Path) -> list[ast.FunctionDef]:
@@ -65,9 +71,11 @@ def drift(notebook: Path, module: Path) -> list[str]:
         if fn.name not in package:
             problems.append(f'{fn.name}: defined in {notebook.name} but not in {module.name}')
         elif ast.dump(fn) != ast.dump(package[fn.name]):
-            problems.append(f'{fn.name}: the definition in {notebook.name} differs from '
-                            f'{module.name}\n--- notebook:\n{textwrap.indent(ast.unparse(fn), "    ")}'
-                            f'\n--- package:\n{textwrap.indent(ast.unparse(package[fn.name]), "    ")}')
+            problems.append(
+                f'{fn.name}: the definition in {notebook.name} differs from '
+                f'{module.name}\n--- notebook:\n{textwrap.indent(ast.unparse(fn), "    ")}'
+                f'\n--- package:\n{textwrap.indent(ast.unparse(package[fn.name]), "    ")}'
+            )
     return problems
 
 
@@ -102,16 +110,19 @@ def _altered_copy(tmp_path: Path, old: str, new: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize('old, new, culprit', [
-    # the body: an off-by-one in the fallback test
-    ('if num_gpus() >= check_index(i) + 1:', 'if num_gpus() > check_index(i) + 1:', 'try_gpu'),
-    # the docstring only
-    ('"""The CPU: ``/CPU:0``."""', '"""The CPU."""', 'cpu'),
-    # a default argument
-    ('def gpu(i: int = 0)', 'def gpu(i: int = 1)', 'gpu'),
-    # a helper that exists only in the notebook
-    ('def num_gpus() -> int:', 'def count_gpus() -> int:', 'count_gpus'),
-])
+@pytest.mark.parametrize(
+    'old, new, culprit',
+    [
+        # the body: an off-by-one in the fallback test
+        ('if num_gpus() >= check_index(i) + 1:', 'if num_gpus() > check_index(i) + 1:', 'try_gpu'),
+        # the docstring only
+        ('"""The CPU: ``/CPU:0``."""', '"""The CPU."""', 'cpu'),
+        # a default argument
+        ('def gpu(i: int = 0)', 'def gpu(i: int = 1)', 'gpu'),
+        # a helper that exists only in the notebook
+        ('def num_gpus() -> int:', 'def count_gpus() -> int:', 'count_gpus'),
+    ],
+)
 def test_check_fails_on_altered_copy(tmp_path, old, new, culprit):
     module = ROOT / SYNCED['notebooks/use-gpu.ipynb'][0]
     problems = drift(_altered_copy(tmp_path, old, new), module)
@@ -120,9 +131,12 @@ def test_check_fails_on_altered_copy(tmp_path, old, new, culprit):
 
 def test_layout_and_comments_do_not_count(tmp_path):
     module = ROOT / SYNCED['notebooks/use-gpu.ipynb'][0]
-    copy = _altered_copy(tmp_path, '    return [gpu(i) for i in range(num_gpus())] or [cpu()]',
-                         '    # every GPU, else the CPU\n'
-                         '    return [gpu(i)   for i in range(num_gpus())]   or [cpu()]')
+    copy = _altered_copy(
+        tmp_path,
+        '    return [gpu(i) for i in range(num_gpus())] or [cpu()]',
+        '    # every GPU, else the CPU\n'
+        '    return [gpu(i)   for i in range(num_gpus())]   or [cpu()]',
+    )
     assert drift(copy, module) == []
 
 
@@ -130,7 +144,14 @@ def test_magics_do_not_break_parsing(tmp_path):
     copy = tmp_path / 'nb.ipynb'
     shutil.copy(ROOT / 'notebooks' / 'use-gpu.ipynb', copy)
     nb = json.loads(copy.read_text(encoding='utf-8'))
-    nb['cells'].append({'cell_type': 'code', 'metadata': {}, 'outputs': [], 'execution_count': None,
-                        'source': 'if True:\n    %pip install x\n!nvidia-smi\n'})
+    nb['cells'].append(
+        {
+            'cell_type': 'code',
+            'metadata': {},
+            'outputs': [],
+            'execution_count': None,
+            'source': 'if True:\n    %pip install x\n!nvidia-smi\n',
+        }
+    )
     copy.write_text(json.dumps(nb), encoding='utf-8')
     assert code_cells(copy)[-1] == 'if True:\n    pass\npass\n'

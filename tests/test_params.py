@@ -1,4 +1,5 @@
 """d2lhelpers.params: parameter checks whose messages name the parameter, and save_results."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,13 @@ import os
 import numpy as np
 import pytest
 
-from d2lhelpers import (BenchmarkResult, check_choice, check_int_list, check_positive_int,
-                        save_results)
+from d2lhelpers import (
+    BenchmarkResult,
+    check_choice,
+    check_int_list,
+    check_positive_int,
+    save_results,
+)
 
 # --- check_positive_int ----------------------------------------------------------------------
 
@@ -31,6 +37,7 @@ def test_positive_int_rejects_non_int(bad):
 
 
 # --- check_int_list --------------------------------------------------------------------------
+
 
 def test_int_list_returns_a_list():
     assert check_int_list('sizes', (64, 128)) == [64, 128]
@@ -64,6 +71,7 @@ def test_int_list_rejects_non_lists(bad):
 
 # --- check_choice ----------------------------------------------------------------------------
 
+
 def test_choice_returns_the_value():
     assert check_choice('dtype', 'float16', ['float32', 'float16']) == 'float16'
 
@@ -78,6 +86,7 @@ def test_choice_accepts_a_generator():
 
 
 # --- save_results ----------------------------------------------------------------------------
+
 
 def test_save_results_returns_the_dict_and_writes_json(tmp_path):
     path = tmp_path / 'out' / 'r.json'
@@ -116,6 +125,7 @@ def test_save_results_replaces_atomically(tmp_path, monkeypatch):
 
     def broken_replace(src, dst):
         raise OSError('disk full')
+
     monkeypatch.setattr(os, 'replace', broken_replace)
     with pytest.raises(OSError, match='disk full'):
         save_results({'v': 2}, path)

@@ -1,4 +1,5 @@
 """tests/sanitize.cfg, read by nbval's own parser: it masks measured figures and nothing else."""
+
 from __future__ import annotations
 
 import re
@@ -34,8 +35,21 @@ def test_every_pattern_compiles_and_replaces_with_text():
         assert replace.strip(), regex
 
 
-@pytest.mark.parametrize('figure', ['12.345 ms', '3.2 µs', '1.234 s', '850 ns', '2.5e-05 s',
-                                    '182.4 GFLOP/s', '1.3 TFLOP/s', '12.1 GB/s', '1.87x', '12x'])
+@pytest.mark.parametrize(
+    'figure',
+    [
+        '12.345 ms',
+        '3.2 µs',
+        '1.234 s',
+        '850 ns',
+        '2.5e-05 s',
+        '182.4 GFLOP/s',
+        '1.3 TFLOP/s',
+        '12.1 GB/s',
+        '1.87x',
+        '12x',
+    ],
+)
 def test_masks_a_measured_figure(figure):
     masked = sanitize(f'trung vị {figure}, tiếp')
     assert not re.search(r'\d', masked), masked
@@ -44,14 +58,29 @@ def test_masks_a_measured_figure(figure):
 
 def test_masks_a_benchmark_line():
     line = 'matmul: 12.345 ms ± 0.210 ms (trung vị ± nửa IQR, 5 lần đo), 162.0 GFLOP/s'
-    assert sanitize(line) == ('matmul: <thời gian> ± <thời gian> (trung vị ± nửa IQR, 5 lần đo), '
-                              '<tốc độ>')
+    assert sanitize(line) == (
+        'matmul: <thời gian> ± <thời gian> (trung vị ± nửa IQR, 5 lần đo), <tốc độ>'
+    )
 
 
-@pytest.mark.parametrize('text', ['/CPU:0', '/GPU:1', '1000x1000', '2x2', 'shape=(2, 3)',
-                                  '2 thiết bị', '5 lần đo', 'loss 0.123456', 'float32',
-                                  'TensorFlow 2.21.0, Keras 3.15.1', '3 số', 'epoch 3/5',
-                                  "tf.Tensor([1. 2.], shape=(2,), dtype=float32)",
-                                  '/job:localhost/replica:0/task:0/device:CPU:1'])
+@pytest.mark.parametrize(
+    'text',
+    [
+        '/CPU:0',
+        '/GPU:1',
+        '1000x1000',
+        '2x2',
+        'shape=(2, 3)',
+        '2 thiết bị',
+        '5 lần đo',
+        'loss 0.123456',
+        'float32',
+        'TensorFlow 2.21.0, Keras 3.15.1',
+        '3 số',
+        'epoch 3/5',
+        'tf.Tensor([1. 2.], shape=(2,), dtype=float32)',
+        '/job:localhost/replica:0/task:0/device:CPU:1',
+    ],
+)
 def test_keeps_what_must_be_compared(text):
     assert sanitize(text) == text
