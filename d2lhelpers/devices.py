@@ -3,23 +3,26 @@
 Taught in ``notebooks/use-gpu.ipynb`` (sections "Thiết bị tính toán" and "Tensor và GPU").
 
 The d2l names and call shapes are kept (``cpu()``, ``gpu(i)``, ``num_gpus()``, ``try_gpu(i)``,
-``try_all_gpus()``) so that d2l-style code such as ``with try_gpu(): ...`` or ``tf.device(try_gpu())``
-keeps working, with three of d2l's defects fixed:
+``try_all_gpus()``), so d2l-style code keeps working: ``with try_gpu(): ...``,
+``tf.device(try_gpu())``, and d2l's own training functions, which read ``device._device_name``.
+Four of d2l's defects are fixed:
 
 * a device reads as its name (``/GPU:0``), not as ``_EagerDeviceContext at 0x7f...``;
 * ``try_all_gpus()`` returns ``[cpu()]`` when there is no GPU, never ``[]``;
-* logical GPUs count (one physical GPU split in two is two GPUs for TensorFlow).
+* logical GPUs count (one physical GPU split in two is two GPUs for TensorFlow);
+* counting GPUs does not start TensorFlow's runtime, so ``ensure_devices`` can still split a
+  device after ``try_gpu()`` or ``num_gpus()`` (``env_report()`` does start it).
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
-from dataclasses import dataclass, field
 
 import tensorflow as tf
 
-from ._checks import check_int
+from .checks import check_index, check_int, device_name
+from .results import EnvReport
 
 __all__ = [
     'Device',
@@ -30,40 +33,29 @@ __all__ = [
     'try_all_gpus',
     'ensure_devices',
     'env_report',
-    'EnvReport',
-    'check_index',
 ]
 
 
-def check_index(i: object, name: str = 'i') -> int:
-    """Return ``i`` if it is a non-negative int, else raise a clear TypeError/ValueError.
-
-    ``True`` and ``1.5`` are refused (TypeError), as is ``-1`` (ValueError): ``gpu(-1)`` would
-    otherwise name a device that cannot exist.
-    """
-    return check_int(name, i, 0)
-
-
 class Device(str):
-    """A device name such as ``/GPU:0`` that is also a context manager.
+    """A device name such as ``/GPU:0`` that is also a device context.
 
-    It *is* a ``str``, so ``tf.device(d)``, ``x.device.endswith(d)`` and f-strings work, and it
-    shows as its name. ``with d:`` places the ops created in the block on that device, exactly like
-    ``with tf.device(d):``.
+    It *is* a ``str``: ``tf.device(d)``, ``d == '/GPU:0'`` and f-strings work, and it shows as its
+    name. ``with d:`` places the ops created in the block on that device, exactly like
+    ``with tf.device(d):``. To ask where a tensor is, compare ``Device(x.device) == d``
+    (``x.device`` is TensorFlow's long name, ``/job:localhost/replica:0/task:0/device:GPU:0``).
     """
 
-    def __new__(cls, name: str) -> Device:
-        if not isinstance(name, (str, tf.DeviceSpec)):
-            raise TypeError(
-                f'a device name must be a str such as "/GPU:0", got {name!r} '
-                f'({type(name).__name__})'
-            )
-        spec = tf.DeviceSpec.from_string(name) if isinstance(name, str) else name
-        if not spec.device_type:
-            raise ValueError(f'not a device name: {name!r} (expected e.g. "/CPU:0" or "/GPU:1")')
-        return super().__new__(cls, f'/{spec.device_type.upper()}:{spec.device_index or 0}')
+    def __new__(cls, name: str | tf.DeviceSpec) -> Device:
+        if isinstance(name, tf.DeviceSpec):
+            name = f'{name.device_type or ""}:{name.device_index or 0}'
+        return super().__new__(cls, device_name(name))
 
     def __repr__(self) -> str:
+        return str(self)
+
+    @property
+    def _device_name(self) -> str:
+        """The name, where d2l's TensorFlow code reads it from a ``tf.device(...)`` context."""
         return str(self)
 
     def __enter__(self) -> Device:
@@ -87,13 +79,16 @@ def gpu(i: int = 0) -> Device:
 
 
 def num_gpus() -> int:
-    """How many GPUs TensorFlow can use, logical GPUs included (d2l counted physical ones only)."""
-    return len(tf.config.list_logical_devices('GPU'))
+    """How many GPUs TensorFlow can use, logical GPUs included, without starting its runtime."""
+    return sum(
+        len(tf.config.get_logical_device_configuration(g) or [g])
+        for g in tf.config.get_visible_devices('GPU')
+    )
 
 
 def try_gpu(i: int = 0) -> Device:
     """Return ``gpu(i)`` if it exists, otherwise ``cpu()``."""
-    if num_gpus() >= check_index(i) + 1:
+    if check_index(i) < num_gpus():
         return gpu(i)
     return cpu()
 
@@ -111,83 +106,38 @@ def ensure_devices(n: int = 2, memory_limit_mb: int = 2048) -> list[Device]:
     logical CPUs. Logical devices share the hardware of the device they were split from; a line
     printed by this function says so whenever it splits.
 
-    It must run before TensorFlow has run any op (TensorFlow fixes its devices then); calling it
-    again later with the same ``n`` is fine and returns the same devices.
+    Call it before TensorFlow starts its runtime: before the first op, the first device scope
+    (``with tf.device(...)``, ``with try_gpu():``), ``env_report()`` or
+    ``tf.config.list_logical_devices()`` (``num_gpus``, ``try_gpu`` and ``try_all_gpus`` themselves
+    do not start it). Calling it again later with the same ``n`` is fine and returns the same
+    devices.
     """
     n = check_int('n', n, 1)
     memory_limit_mb = check_int('memory_limit_mb', memory_limit_mb, 1)
-    gpus = tf.config.list_physical_devices('GPU')
-    kind, physical = ('GPU', gpus) if gpus else ('CPU', tf.config.list_physical_devices('CPU'))
-    if len(physical) >= n:
+    gpus = tf.config.get_visible_devices('GPU')
+    kind, physical = ('GPU', gpus) if gpus else ('CPU', tf.config.get_visible_devices('CPU'))
+    have = sum(len(tf.config.get_logical_device_configuration(p) or [p]) for p in physical)
+    if have >= n:
         return [Device(f'/{kind}:{i}') for i in range(n)]
-    # Already split (a re-run cell)? Then the logical devices are there and nothing changes.
-    if tf.config.get_logical_device_configuration(physical[0]):
-        have = tf.config.list_logical_devices(kind)
-        if len(have) >= n:
-            return [Device(f'/{kind}:{i}') for i in range(n)]
     extra = n - len(physical) + 1
-    config = (
-        tf.config.LogicalDeviceConfiguration(memory_limit=memory_limit_mb)
-        if kind == 'GPU'
-        else tf.config.LogicalDeviceConfiguration()
+    config = tf.config.LogicalDeviceConfiguration(
+        memory_limit=memory_limit_mb if kind == 'GPU' else None
     )
     try:
         tf.config.set_logical_device_configuration(physical[0], [config] * extra)
     except RuntimeError as err:
         raise RuntimeError(
-            f'cannot split {physical[0].name} into {extra} logical devices: TensorFlow has already '
-            'started its devices. Call ensure_devices() before any other TensorFlow op '
-            '(restart the kernel and run the setup cell first).'
+            f'không chia được {kind}:0 thành {extra} thiết bị logic: TensorFlow đã khởi động các '
+            'thiết bị của nó (một phép toán TensorFlow, một khối `with tf.device(...)` hay '
+            '`with try_gpu():`, env_report() hoặc tf.config.list_logical_devices() đã chạy '
+            'trước). Hãy khởi động lại kernel (restart) và gọi ensure_devices() ngay sau khi '
+            'import, trước mọi thứ đó.'
         ) from err
     print(
-        f'Chỉ có {len(physical)} {kind} vật lý: đã chia {physical[0].name.replace("/physical_device:", "")} '
-        f'thành {extra} thiết bị logic (logical device) dùng chung phần cứng của nó.'
+        f'Chỉ có {len(physical)} {kind} vật lý: đã chia {kind}:0 thành {extra} thiết bị logic '
+        '(logical device) dùng chung phần cứng của nó.'
     )
     return [Device(f'/{kind}:{i}') for i in range(n)]
-
-
-@dataclass
-class EnvReport:
-    """What TensorFlow sees on this machine; its text replaces ``!nvidia-smi``."""
-
-    tensorflow: str
-    keras: str
-    numpy: str
-    built_with_cuda: bool
-    cuda: str | None
-    cudnn: str | None
-    physical: list[str]
-    logical: list[str]
-    gpus: list[dict] = field(default_factory=list)
-
-    def __str__(self) -> str:
-        lines = [
-            f'TensorFlow {self.tensorflow}, Keras {self.keras}, NumPy {self.numpy}',
-            'bản build có CUDA: '
-            + (
-                f'có (CUDA {self.cuda}, cuDNN {self.cudnn})'
-                if self.built_with_cuda
-                else 'không (chỉ chạy trên CPU)'
-            ),
-            'thiết bị vật lý: ' + ', '.join(self.physical),
-            'thiết bị logic:  ' + ', '.join(self.logical),
-        ]
-        if not self.gpus:
-            lines.append('GPU: không tìm thấy GPU nào')
-        for g in self.gpus:
-            lines.append(
-                f'{g["device"]}: {g.get("name", "?")}, compute capability '
-                f'{g.get("compute_capability", "?")}, bộ nhớ GPU vật lý {g.get("memory_total", "?")}, '
-                f'TF đang dùng {g["memory_current_mb"]:.0f} MB (đỉnh {g["memory_peak_mb"]:.0f} MB)'
-            )
-        return '\n'.join(lines)
-
-    def _repr_pretty_(self, p, cycle) -> None:  # IPython shows the text, not the dataclass repr
-        p.text(str(self))
-
-    def as_dict(self) -> dict:
-        """A JSON-ready copy, for reports."""
-        return dict(self.__dict__)
 
 
 def _nvidia_smi_memory() -> list[str]:
@@ -208,19 +158,23 @@ def _nvidia_smi_memory() -> list[str]:
 
 
 def env_report() -> EnvReport:
-    """Describe TensorFlow, its build and the devices it sees; works with or without a GPU."""
+    """Describe TensorFlow, its build and the devices it sees; works with or without a GPU.
+
+    It starts TensorFlow's runtime (it asks each GPU how much memory TensorFlow holds there), so
+    call ``ensure_devices`` first.
+    """
     import keras
     import numpy as np
 
     info = tf.sysconfig.get_build_info()
     totals = _nvidia_smi_memory()
-    physical = tf.config.list_physical_devices('GPU')
+    physical = tf.config.get_visible_devices('GPU')
     # Logical GPUs come in physical order, each physical GPU giving as many as it was split into
     # (Colab's T4 split in two by ensure_devices: /GPU:0 and /GPU:1 are both physical GPU 0).
     owner = [
-        p
+        (p, config.memory_limit if config is not dev else None)
         for p, dev in enumerate(physical)
-        for _ in range(len(tf.config.get_logical_device_configuration(dev) or [None]))
+        for config in (tf.config.get_logical_device_configuration(dev) or [dev])
     ]
     gpus = []
     for i, dev in enumerate(tf.config.list_logical_devices('GPU')):
@@ -230,12 +184,16 @@ def env_report() -> EnvReport:
             'memory_current_mb': mem['current'] / 2**20,
             'memory_peak_mb': mem['peak'] / 2**20,
         }
-        p = owner[i] if i < len(owner) else None
-        if p is not None:
+        if i < len(owner):
+            p, limit = owner[i]
             details = tf.config.experimental.get_device_details(physical[p])
-            entry['name'] = details.get('device_name', '?')
             cc = details.get('compute_capability')
-            entry['compute_capability'] = '.'.join(map(str, cc)) if cc else '?'
+            entry.update(
+                name=details.get('device_name', '?'),
+                compute_capability='.'.join(map(str, cc)) if cc else '?',
+                physical=p,
+                memory_limit_mb=limit,
+            )
             if p < len(totals):
                 entry['memory_total'] = totals[p]
         gpus.append(entry)
@@ -246,9 +204,8 @@ def env_report() -> EnvReport:
         built_with_cuda=tf.test.is_built_with_cuda(),
         cuda=info.get('cuda_version'),
         cudnn=info.get('cudnn_version'),
-        physical=[
-            d.name.replace('/physical_device:', '/') for d in tf.config.list_physical_devices()
-        ],
+        physical=[str(Device(d.name)) for d in tf.config.list_physical_devices()],
         logical=[str(Device(d.name)) for d in tf.config.list_logical_devices()],
+        tf32=tf.config.experimental.tensor_float_32_execution_enabled(),
         gpus=gpus,
     )

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._checks import check_int
+from .checks import check_int
 from .kernel import QUIET_ENV
 
 __all__ = ['run_workers', 'WorkerResult', 'WorkerError', 'WorkerTimeout', 'free_ports', 'tf_config']

@@ -4,8 +4,8 @@ The terminal summary has two sections:
 
 * "Số liệu đo trong các test" -- the figures a test registered with the ``report_figure`` fixture
   (e.g. the matmul timing agreement check), so they are visible without ``pytest -s``;
-* "Số liệu chính của các notebook" -- for every notebook cell run by nbval in this session whose
-  source calls ``save_results(``, the text it printed in *this* run (the headline figures).
+* "Số liệu chính của các notebook" -- for every notebook cell run by nbval in this session that is
+  tagged ``report-headline``, the text it printed in *this* run (the headline figures).
 
 Notebook items are not under ``tests/``, so per-item hooks of this conftest are not called for
 them; the items are kept from ``pytest_collection_modifyitems`` (a session-wide hook) instead.
@@ -19,32 +19,33 @@ from pathlib import Path
 
 import pytest
 
+from d2lhelpers.kernel import QUIET_ENV
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # tests/nb/ (the batch runner's test notebooks) has its own conftest that keeps nbval out of it.
 _FIGURES = pytest.StashKey[list]()
 _ITEMS = pytest.StashKey[list]()
 
-# Subprocesses started by the tests: TensorFlow quiet, the project's own Jupyter kernel.
-QUIET_ENV = {
-    'TF_CPP_MIN_LOG_LEVEL': '2',
-    'TF_ENABLE_ONEDNN_OPTS': '0',
-    'PYTHONHASHSEED': '0',
-    'JUPYTER_PATH': str(ROOT / '.venv' / 'share' / 'jupyter'),
-}
+# The tests, their subprocesses and nbval's kernels run in the notebooks' environment (one
+# definition: d2lhelpers.kernel.QUIET_ENV), with the project's own Jupyter kernel.
+os.environ.update(QUIET_ENV)
+_KERNELS = Path(sys.prefix) / 'share' / 'jupyter'  # where `make` installed the kernelspec
+os.environ['JUPYTER_PATH'] = os.pathsep.join(
+    [str(_KERNELS), *filter(None, os.environ.get('JUPYTER_PATH', '').split(os.pathsep))]
+)
 
 
 @pytest.fixture(scope='session')
 def quiet_env() -> dict[str, str]:
-    """The environment `make test` gives its processes (see the Makefile's exports)."""
-    env = dict(os.environ)
-    env.update(QUIET_ENV)
-    if not Path(env['JUPYTER_PATH']).is_dir():  # a venv elsewhere: use this interpreter's prefix
-        env['JUPYTER_PATH'] = str(Path(sys.prefix) / 'share' / 'jupyter')
-    return env
+    """The environment the tests give their subprocesses (set above for this process too)."""
+    return dict(os.environ)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        'markers', 'timing: a measurement, not a gate (make bench runs it; make test does not)'
+    )
     config.stash[_FIGURES] = []
     config.stash[_ITEMS] = []
 
@@ -72,7 +73,8 @@ def _notebook_figures(items: list[pytest.Item]) -> list[tuple[str, str]]:
         return []
     found = []
     for item in items:
-        if not isinstance(item, IPyNbCell) or 'save_results(' not in item.cell.source:
+        tags = item.cell.get('metadata', {}).get('tags', []) if isinstance(item, IPyNbCell) else []
+        if 'report-headline' not in tags:
             continue
         if not item.test_outputs:  # not run (skipped, deselected, or failed before running)
             continue

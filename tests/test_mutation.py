@@ -1,10 +1,11 @@
 """The notebook check can fail: one changed character in a stored output makes nbval fail.
 
-A real committed notebook (``notebooks/use-gpu.ipynb`` when it exists) is copied, truncated after
-its first code cell whose stored output is deterministic text (not NBVAL_IGNORE_OUTPUT/SKIP, nothing
-that tests/sanitize.cfg masks), and checked by ``pytest --nbval`` exactly as ``make test`` does
-(same sanitize file, same kernel, same environment): the unaltered copy must pass, and the copy
-whose output differs by one character must fail on that cell and only there.
+A committed notebook (``notebooks/use-gpu.ipynb``, else the first that has such a cell) is
+copied, truncated after its first code cell whose stored output is deterministic text (neither
+ignored nor skipped, nothing that tests/sanitize.cfg masks), and checked by ``pytest --nbval``
+exactly as ``make test`` does (same sanitize file, same kernel, same environment): the unaltered
+copy must pass, and the copy whose output differs by one character must fail on that cell and
+only there.
 """
 
 from __future__ import annotations
@@ -16,24 +17,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbval.plugin import find_comment_markers, find_metadata_tags, get_sanitize_patterns
+from nbtools import NOTEBOOKS, ROOT, SANITIZE_CFG, nbval_options, sanitize
 
-ROOT = Path(__file__).resolve().parent.parent
-SANITIZE = ROOT / 'tests' / 'sanitize.cfg'
 PREFERRED = 'notebooks/use-gpu.ipynb'
-PATTERNS = dict(get_sanitize_patterns(SANITIZE.read_text(encoding='utf-8')))
-
-
-def sanitize(s: str) -> str:
-    for regex, replace in PATTERNS.items():
-        s = re.sub(regex, replace, s)
-    return s
 
 
 def compared_text(cell):
     """(output, key) of the first text output nbval compares exactly, or None."""
-    options = dict(find_metadata_tags(cell.get('metadata', {})))
-    options.update(find_comment_markers(cell.source))
+    options = nbval_options(cell)
     if options.get('skip') or options.get('check') is False or options.get('check_exception'):
         return None
     for out in cell.outputs:
@@ -79,34 +70,13 @@ def mutate(text: str) -> str:
     return text[:i] + new + text[i + 1 :]
 
 
-def synthetic_notebook():
-    """Only for a checkout without any executed notebook: one cell whose stored output is 42."""
-    nb = nbformat.v4.new_notebook()
-    nb.metadata.kernelspec = {
-        'name': 'python3',
-        'display_name': 'Python 3 (ipykernel)',
-        'language': 'python',
-    }
-    cell = nbformat.v4.new_code_cell('print(6 * 7)', id='answer', execution_count=1)
-    cell.outputs = [nbformat.v4.new_output('stream', name='stdout', text='42\n')]
-    nb.cells = [cell]
-    return nb
-
-
 def source_notebook():
-    """(name, notebook): the preferred committed notebook, another executed one, or a synthetic one."""
-    committed = sorted(
-        p.relative_to(ROOT).as_posix()
-        for folder in ('notebooks', 'exercises')
-        for p in (ROOT / folder).rglob('*.ipynb')
-        if '.ipynb_checkpoints' not in p.parts
-    )
-    committed.sort(key=lambda p: p != PREFERRED)
-    for name in committed:
+    """(name, notebook): the preferred committed notebook, else the first one with such a cell."""
+    for name in sorted(NOTEBOOKS, key=lambda p: p != PREFERRED):
         nb = nbformat.read(ROOT / name, as_version=4)
         if pick(nb):
             return name, nb
-    return 'synthetic', synthetic_notebook()
+    raise AssertionError('no committed notebook has a compared text output to alter')
 
 
 def nbval_command(notebook: Path) -> list[str]:
@@ -118,7 +88,7 @@ def nbval_command(notebook: Path) -> list[str]:
         str(notebook),
         '--nbval',
         '--nbval-sanitize-with',
-        str(SANITIZE),
+        str(SANITIZE_CFG),
         '--nbval-cell-timeout',
         '600',
         '-p',
@@ -150,7 +120,7 @@ def runs(tmp_path_factory, quiet_env):
                 target.text = after
             else:
                 target.data[key] = after
-        path = folder / Path(name).name if name != 'synthetic' else folder / 'synthetic.ipynb'
+        path = folder / Path(name).name
         nbformat.write(copy, path)
         # Both run at once (each starts its own kernel and imports TensorFlow).
         # GPUs hidden: the stored outputs come from a CPU-only run, on any machine.
@@ -172,18 +142,6 @@ def runs(tmp_path_factory, quiet_env):
             output, _ = proc.communicate()
         results[kind] = (proc.returncode, output)
     return {'name': name, 'code_number': code_number, 'before': before, 'after': after, **results}
-
-
-def test_uses_a_committed_notebook_when_there_is_one(runs):
-    executed = [
-        p
-        for folder in ('notebooks', 'exercises')
-        for p in (ROOT / folder).rglob('*.ipynb')
-        if pick(nbformat.read(p, as_version=4))
-    ]
-    assert (runs['name'] == 'synthetic') == (not executed)
-    if (ROOT / PREFERRED).exists() and pick(nbformat.read(ROOT / PREFERRED, as_version=4)):
-        assert runs['name'] == PREFERRED
 
 
 def test_nbval_passes_the_unaltered_copy(runs):

@@ -1,27 +1,23 @@
 """Hygiene of every committed notebook in notebooks/ and exercises/ (their stored form, not a run).
 
-Markers are read with nbval's own functions, so "marked" here means what nbval will do.
+Markers are read with nbval's own functions, so "marked" here means what nbval will do. The words
+are checked by tests/test_vocabulary.py.
 """
 
 from __future__ import annotations
 
+import base64
 import re
-import unicodedata
-from pathlib import Path
+import struct
+import zlib
 
 import nbformat
 import pytest
-from nbval.plugin import comment_markers, find_comment_markers, find_metadata_tags
+from nbtools import NOTEBOOKS, ROOT, code_cells, ignores_output, load, nbval_options, sanitize
 
+from d2lhelpers.datasheets import DATASHEETS
 from d2lhelpers.notebook import canonical, declared_parameters
 
-ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted(
-    p.relative_to(ROOT).as_posix()
-    for folder in ('notebooks', 'exercises')
-    for p in (ROOT / folder).rglob('*.ipynb')
-    if '.ipynb_checkpoints' not in p.parts
-)
 COLAB = 'https://colab.research.google.com/github/d2l-vi/d2l-tf-gpu/blob/main/'
 MACHINE_PATHS = ('/work/', '/tmp/', '/root/', '/home/')
 D2LBOOK_MARKUP = (
@@ -34,43 +30,14 @@ D2LBOOK_MARKUP = (
     '[**',
     '(**',
 )
-# Mistranslations of the seed chapter (see /work/shared/NOTES.md, "Vietnamese terms"), as regexes.
-# "hàng chục" is the seed's word for "tensors"; "hàng chục lần" (tens of times) is correct Vietnamese.
-MISTRANSLATIONS = (
-    'hàng chục(?! lần)',
-    'máy biến áp',
-    'đăng nhập',
-    'core kéo',
-    'core căng',
-    'mạng tái phát',
-    'chế phẩm',
-)
+DPI = 100  # matplotlib's default figure.dpi, which the inline backend keeps
 
 per_notebook = pytest.mark.parametrize('path', NOTEBOOKS)
-
-
-def load(path: str) -> nbformat.NotebookNode:
-    return nbformat.read(ROOT / path, as_version=nbformat.NO_CONVERT)
 
 
 def cell_name(cell) -> str:
     """How a message names a cell: its id (stable), else its first line."""
     return cell.get('id') or (cell.source.splitlines() or ['?'])[0][:40]
-
-
-def code_cells(nb):
-    return [c for c in nb.cells if c.cell_type == 'code']
-
-
-def nbval_options(cell) -> dict:
-    """What nbval does with this cell: {'skip': True}, {'check': False}, {'check_exception': True}."""
-    options = dict(find_metadata_tags(cell.get('metadata', {})))
-    options.update(find_comment_markers(cell.source))
-    return options
-
-
-def ignores_output(cell) -> bool:
-    return nbval_options(cell).get('check', True) is False
 
 
 def comment_lines(source: str) -> list[str]:
@@ -184,18 +151,11 @@ def test_no_machine_paths_in_outputs(path):
 
 
 @per_notebook
-def test_nbval_markers_are_spelled_so_nbval_sees_them(path):
-    # nbval only recognises a comment that is exactly the marker: `# NBVAL_IGNORE_OUTPUT: why`
-    # or `# NBVAL_SKIP (why)` is silently ignored. The reason goes on its own comment line.
-    bad = [
-        (cell_name(c), line)
-        for c in code_cells(load(path))
-        for line in comment_lines(c.source)
-        if 'NBVAL_' in line and line not in comment_markers
-    ]
-    assert not bad, (
-        f'malformed nbval markers (cell, comment), put the reason on its own line: {bad}'
-    )
+def test_nbval_markers_are_cell_tags_not_comments(path):
+    # nbval reads the tags nbval-skip, nbval-ignore-output and raises-exception; a comment
+    # marker would put test machinery in the learner's view.
+    bad = [cell_name(c) for c in load(path).cells if 'NBVAL_' in c.source]
+    assert not bad, f'cells with NBVAL_ text (use a cell tag instead): {bad}'
 
 
 @per_notebook
@@ -206,14 +166,14 @@ def test_ignore_output_on_at_most_a_third_of_code_cells(path):
 
 
 @per_notebook
-def test_ignore_output_cells_say_why(path):
+def test_cells_not_compared_say_why_in_their_first_line(path):
     bad = [
         cell_name(c)
         for c in code_cells(load(path))
-        if ignores_output(c)
-        and not [line for line in comment_lines(c.source) if line and line not in comment_markers]
+        if (ignores_output(c) or nbval_options(c).get('skip'))
+        and not (c.source.lstrip().startswith('#') and comment_lines(c.source)[0])
     ]
-    assert not bad, f'NBVAL_IGNORE_OUTPUT cells without a comment saying why: {bad}'
+    assert not bad, f'cells not compared whose first line is not a comment saying why: {bad}'
 
 
 @per_notebook
@@ -223,7 +183,21 @@ def test_skip_only_for_the_colab_install_cell(path):
         for c in code_cells(load(path))
         if nbval_options(c).get('skip') and 'google.colab' not in c.source
     ]
-    assert not bad, f'NBVAL_SKIP outside a Colab install cell: {bad}'
+    assert not bad, f'nbval-skip outside a Colab install cell: {bad}'
+
+
+@per_notebook
+def test_imports_only_from_the_package_top_level(path):
+    import d2lhelpers
+
+    bad = [
+        cell_name(c) for c in code_cells(load(path)) if re.search(r'from d2lhelpers\.', c.source)
+    ]
+    assert not bad, f'import from a submodule of d2lhelpers (use `from d2lhelpers import`): {bad}'
+    for c in code_cells(load(path)):
+        for names in re.findall(r'from d2lhelpers import \(?([\w\s,]+)\)?', c.source):
+            unknown = {n.strip() for n in names.split(',') if n.strip()} - set(d2lhelpers.__all__)
+            assert not unknown, f'{cell_name(c)} imports names not in d2lhelpers.__all__: {unknown}'
 
 
 @per_notebook
@@ -253,17 +227,6 @@ def test_markdown_has_no_d2lbook_markup(path):
         }
     )
     assert not bad, f'd2lbook markup that Jupyter and Colab show as raw text: {bad}'
-
-
-@per_notebook
-def test_no_seed_mistranslations(path):
-    text = unicodedata.normalize('NFC', '\n'.join(c.source for c in load(path).cells)).lower()
-    bad = [
-        m.group()
-        for w in MISTRANSLATIONS
-        for m in re.finditer(unicodedata.normalize('NFC', w), text)
-    ]
-    assert not bad, f'mistranslations of the seed chapter: {bad}'
 
 
 @per_notebook
@@ -307,3 +270,67 @@ def test_notebooks_named_by_helper_docstrings_exist():
     assert named, 'the helper modules name no notebook that teaches them'
     missing = sorted(m for m in named if not (ROOT / m).exists())
     assert not missing, f'helper docstrings name notebooks that do not exist: {missing}'
+
+
+def report_cells(nb, tag: str) -> list:
+    return [c for c in code_cells(nb) if tag in c.get('metadata', {}).get('tags', [])]
+
+
+@per_notebook
+def test_a_measuring_notebook_has_its_report_cells(path):
+    nb = load(path)
+    if 'results_path' not in declared_parameters(nb):
+        pytest.skip('declares no results_path')
+    headline = report_cells(nb, 'report-headline')
+    assert len(headline) == 1 and 'save_results(' in headline[0].source, (
+        'the cell that calls save_results( must be the one cell tagged report-headline'
+    )
+    assert report_cells(nb, 'report-figure'), 'no cell tagged report-figure'
+
+
+def png_size(data: str) -> tuple[int, int]:
+    """(width, height) of a base64 PNG, after checking its signature and its IHDR checksum."""
+    raw = base64.b64decode(data)
+    assert raw[:8] == b'\x89PNG\r\n\x1a\n', 'not a PNG'
+    length, kind = struct.unpack('>I4s', raw[8:16])
+    assert kind == b'IHDR' and length == 13, 'no IHDR chunk first'
+    (crc,) = struct.unpack('>I', raw[29:33])
+    assert crc == zlib.crc32(raw[12:29]), 'IHDR checksum does not match: damaged PNG'
+    assert raw.rstrip(b'\x00').endswith(b'IEND\xaeB`\x82'), 'no IEND chunk: truncated PNG'
+    return struct.unpack('>II', raw[16:24])
+
+
+@per_notebook
+def test_each_figure_cell_holds_a_valid_png_of_its_figsize(path):
+    # nbval does not compare images: this checks that each committed plot is there, is a whole
+    # PNG, and has about the size its cell asks for (figsize x 100 dpi; the inline backend's
+    # tight bounding box trims a few percent).
+    for cell in report_cells(load(path), 'report-figure'):
+        sizes = [
+            (float(w) * DPI, float(h) * DPI)
+            for w, h in re.findall(r'figsize=\(([\d.]+),\s*([\d.]+)\)', cell.source)
+        ]
+        pngs = [o.data['image/png'] for o in cell.outputs if 'image/png' in o.get('data', {})]
+        assert sizes, f'{cell_name(cell)}: give the figure a figsize=(w, h)'
+        assert pngs, f'{cell_name(cell)}: no PNG stored (the plot is missing)'
+        for png in pngs:
+            w, h = png_size(png)
+            assert any(
+                0.8 * fw <= w <= 1.05 * fw and 0.8 * fh <= h <= 1.05 * fh for fw, fh in sizes
+            ), f'{cell_name(cell)}: {w}x{h} px for figsize {sizes}'
+
+
+@per_notebook
+def test_data_sheet_figures_are_printed_where_nbval_compares_them(path):
+    # A data-sheet figure is a fixed value: printed on a line that the sanitizer leaves alone
+    # (a line that says "data sheet"), a change to it fails nbval.
+    fixed = {f'{s.bandwidth_gbs:g} GB/s' for s in DATASHEETS}
+    fixed |= {f'{s.fp32_tflops:g} TFLOP/s' for s in DATASHEETS}
+    masked = [
+        (cell_name(c), line)
+        for c in code_cells(load(path))
+        for text in output_texts(c)
+        for line in text.splitlines()
+        if any(f in line for f in fixed) and sanitize(line) != line
+    ]
+    assert not masked, f'data-sheet figures on lines the sanitizer masks: {masked}'

@@ -1,65 +1,57 @@
-"""tests/sanitize.cfg, read by nbval's own parser: it masks measured figures and nothing else."""
+"""tests/sanitize.cfg, read by nbval's own parser: it masks measured numbers and nothing else.
+
+Measured figures lose their number and keep their unit; fixed values (thresholds, ideals and
+data-sheet figures) stay as they are, so a changed target or data-sheet figure fails nbval.
+"""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
-from nbval.plugin import get_sanitize_patterns
+from nbtools import PATTERNS, SANITIZE_CFG, sanitize
 
-CFG = Path(__file__).resolve().parent / 'sanitize.cfg'
-TEXT = CFG.read_text(encoding='utf-8')
-PATTERNS = get_sanitize_patterns(TEXT)
+from d2lhelpers.datasheets import DATASHEETS
 
-
-def sanitize(s: str) -> str:
-    """What nbval does to every compared string (IPyNbCell.sanitize)."""
-    for regex, replace in dict(PATTERNS).items():
-        s = re.sub(regex, replace, s)
-    return s
+TEXT = SANITIZE_CFG.read_text(encoding='utf-8')
 
 
-def test_nbval_reads_all_three_pairs():
-    assert len(PATTERNS) == 3
-
-
-def test_no_pair_is_silently_dropped():
-    # nbval drops a pair whose `replace:` is empty or not on the line after `regex:`.
-    assert len(PATTERNS) == len(re.findall(r'^regex:', TEXT, flags=re.MULTILINE))
-
-
-def test_every_pattern_compiles_and_replaces_with_text():
-    for regex, replace in PATTERNS:
-        re.compile(regex)
-        assert replace.strip(), regex
+def test_nbval_reads_every_pair():
+    assert len(PATTERNS) == len(re.findall(r'^regex:', TEXT, flags=re.MULTILINE)) == 1
+    assert all(replace.strip() for _, replace in PATTERNS)
 
 
 @pytest.mark.parametrize(
-    'figure',
+    'figure, masked',
     [
-        '12.345 ms',
-        '3.2 µs',
-        '1.234 s',
-        '850 ns',
-        '2.5e-05 s',
-        '182.4 GFLOP/s',
-        '1.3 TFLOP/s',
-        '12.1 GB/s',
-        '1.87x',
-        '12x',
+        ('12.345 ms', '<số> ms'),
+        ('3.2 µs', '<số> µs'),
+        ('1.234 s', '<số> s'),
+        ('850 ns', '<số> ns'),
+        ('2.5e-05 s', '<số> s'),
+        ('182.4 GFLOP/s', '<số> GFLOP/s'),
+        ('1.3 TFLOP/s', '<số> TFLOP/s'),
+        ('12.1 GB/s', '<số> GB/s'),
+        ('3.93 TB/s', '<số> TB/s'),
+        ('4.6 FLOP/byte', '<số> FLOP/byte'),
+        ('1.87x', '<số>x'),
+        ('12x', '<số>x'),
+        ('82%', '<số>%'),
     ],
 )
-def test_masks_a_measured_figure(figure):
-    masked = sanitize(f'trung vị {figure}, tiếp')
-    assert not re.search(r'\d', masked), masked
-    assert masked.startswith('trung vị <') and masked.endswith('>, tiếp')
+def test_masks_the_number_and_keeps_the_unit(figure, masked):
+    assert sanitize(f'trung vị {figure}, tiếp') == f'trung vị {masked}, tiếp'
+
+
+def test_a_unit_change_is_still_seen():
+    assert sanitize('12.3 ms') != sanitize('12.3 s')
+    assert sanitize('1.0 GB/s') != sanitize('1.0 TB/s')
 
 
 def test_masks_a_benchmark_line():
     line = 'matmul: 12.345 ms ± 0.210 ms (trung vị ± nửa IQR, 5 lần đo), 162.0 GFLOP/s'
     assert sanitize(line) == (
-        'matmul: <thời gian> ± <thời gian> (trung vị ± nửa IQR, 5 lần đo), <tốc độ>'
+        'matmul: <số> ms ± <số> ms (trung vị ± nửa IQR, 5 lần đo), <số> GFLOP/s'
     )
 
 
@@ -73,14 +65,46 @@ def test_masks_a_benchmark_line():
         'shape=(2, 3)',
         '2 thiết bị',
         '5 lần đo',
+        '3 số',
         'loss 0.123456',
         'float32',
+        'max |w_i - w_0| = 6.0e-08',
         'TensorFlow 2.21.0, Keras 3.15.1',
-        '3 số',
         'epoch 3/5',
         'tf.Tensor([1. 2.], shape=(2,), dtype=float32)',
         '/job:localhost/replica:0/task:0/device:CPU:1',
     ],
 )
-def test_keeps_what_must_be_compared(text):
+def test_keeps_what_is_not_a_measurement(text):
     assert sanitize(text) == text
+
+
+@pytest.mark.parametrize(
+    'text',
+    [
+        'mục tiêu: tf_function ≤ 1.2x mức sàn',
+        'mục tiêu <= 1.2x',
+        'mục tiêu: ≥ 0.9x năng lực song song của máy',
+        'băng thông ≥ 80% data sheet',
+        'tăng tốc lý tưởng 2x',
+        'H200 SXM: 4800 GB/s, 67 TFLOP/s (số liệu từ data sheet)',
+    ],
+)
+def test_keeps_fixed_values(text):
+    assert sanitize(text) == text
+
+
+def test_a_threshold_is_kept_but_the_measurement_beside_it_is_masked():
+    line = 'tf_function: 1.07x mức sàn (mục tiêu ≤ 1.2x)'
+    assert sanitize(line) == 'tf_function: <số>x mức sàn (mục tiêu ≤ 1.2x)'
+
+
+@pytest.mark.parametrize('spec', DATASHEETS, ids=lambda s: s.name)
+def test_every_data_sheet_row_is_compared_as_it_is(spec):
+    assert 'data sheet' in str(spec)
+    assert sanitize(str(spec)) == str(spec)
+
+
+def test_a_measured_line_is_not_protected_by_a_data_sheet_line_below_it():
+    text = 'đo được 3.93 TB/s\nH200 SXM: 4800 GB/s (data sheet)'
+    assert sanitize(text) == 'đo được <số> TB/s\nH200 SXM: 4800 GB/s (data sheet)'

@@ -1,0 +1,162 @@
+"""Argument checks whose errors name what was wrong, in Vietnamese (TensorFlow-free).
+
+Taught in every notebook's "Tham số" (parameters) section: the cell after the ``parameters`` cell
+calls these checks, so a bad value stops the run there with a message that names the parameter.
+The helpers of the package use the same checks for their own arguments, so every error a learner
+meets reads the same way: ``tham số `n` phải là số nguyên, nhận được 1.5 (float)``.
+
+Public API: ``check_int``, ``check_positive_int``, ``check_int_list``, ``check_choice``,
+``check_index``, ``check_seconds``, ``check_devices``, ``device_name``.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+__all__ = [
+    'check_int',
+    'check_positive_int',
+    'check_int_list',
+    'check_choice',
+    'check_index',
+    'check_seconds',
+    'check_devices',
+    'device_name',
+]
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _kind(value: object) -> str:
+    return f'{value!r} ({type(value).__name__})'
+
+
+def check_int(name: str, value: object, minimum: int) -> int:
+    """Return ``value`` if it is an int (not a bool) >= ``minimum``; else TypeError/ValueError."""
+    if not _is_int(value):
+        raise TypeError(f'tham số `{name}` phải là số nguyên, nhận được {_kind(value)}')
+    if value < minimum:
+        raise ValueError(f'tham số `{name}` phải >= {minimum}, nhận được {value}')
+    return value
+
+
+def check_positive_int(name: str, value: object) -> int:
+    """Return ``value`` if it is an int > 0, else raise naming ``name``."""
+    return check_int(name, value, 1)
+
+
+def check_index(i: object, name: str = 'i') -> int:
+    """Return ``i`` if it is an int >= 0 (a device index), else raise naming ``name``.
+
+    ``True`` and ``1.5`` are refused (TypeError), as is ``-1`` (ValueError): ``gpu(-1)`` would
+    otherwise name a device that cannot exist.
+    """
+    return check_int(name, i, 0)
+
+
+def check_seconds(name: str, value: object) -> float:
+    """Return ``value`` if it is a finite number of seconds > 0 (``nan``, ``inf`` are refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f'tham số `{name}` phải là một số giây, nhận được {_kind(value)}')
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(
+            f'tham số `{name}` phải là một số giây hữu hạn và dương, nhận được {value}'
+        )
+    return float(value)
+
+
+def _literal(name: str, value: object, what: str) -> object:
+    """A papermill ``-p NAME "[1, 2]"`` arrives as text: read it as a Python literal."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return ast.literal_eval(value.strip())
+    except (ValueError, SyntaxError):
+        raise TypeError(f'tham số `{name}` phải là {what}, nhận được {value!r}') from None
+
+
+def check_int_list(name: str, value: object) -> list[int]:
+    """Return ``value`` as a list if it is a non-empty list of ints > 0, else raise naming ``name``.
+
+    A string such as ``"[64, 128]"`` is read as a Python literal first: papermill's ``-p`` passes
+    lists as text.
+    """
+    value = _literal(name, value, 'một danh sách số nguyên')
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f'tham số `{name}` phải là một danh sách số nguyên, nhận được {value!r}')
+    if not value:
+        raise ValueError(f'tham số `{name}` không được là danh sách rỗng')
+    for v in value:
+        if not _is_int(v) or v <= 0:
+            raise ValueError(
+                f'tham số `{name}` chỉ nhận số nguyên dương, có phần tử {v!r} trong {list(value)!r}'
+            )
+    return list(value)
+
+
+def check_choice(name: str, value: object, choices: Iterable[Any]) -> Any:
+    """Return ``value`` if it is one of ``choices``, else raise naming ``name`` and the choices."""
+    choices = list(choices)
+    if value not in choices:
+        raise ValueError(f'tham số `{name}` = {value!r} không hợp lệ; chọn một trong {choices!r}')
+    return value
+
+
+_DEVICE = re.compile(
+    r'(?:/job:[^/]+)?(?:/replica:\d+)?(?:/task:\d+)?/?(?:physical_device:|device:)?'
+    r'([A-Za-z][A-Za-z_]*):(\d+)'
+)
+
+
+def device_name(text: object) -> str:
+    """The short name of a device: ``'/job:localhost/.../device:GPU:1'`` -> ``'/GPU:1'``.
+
+    Accepts ``'/GPU:0'``, ``'GPU:0'``, ``'gpu:0'``, ``'/device:CPU:0'`` and TensorFlow's long
+    names; anything else is a ValueError (TypeError if it is not a string).
+    """
+    if not isinstance(text, str):
+        raise TypeError(f'tên thiết bị phải là chuỗi như "/GPU:0", nhận được {_kind(text)}')
+    match = _DEVICE.fullmatch(text.strip())
+    if not match:
+        raise ValueError(f'không phải tên thiết bị: {text!r} (ví dụ đúng: "/CPU:0", "/GPU:1")')
+    return f'/{match.group(1).upper()}:{int(match.group(2))}'
+
+
+def check_devices(name: str, value: object, available: Sequence[str]) -> list[str]:
+    """``'all'`` -> every device of ``available``; or a list of device names that exist here.
+
+    Refusing a device that does not exist matters: TensorFlow would silently run its ops on
+    ``/CPU:0`` instead (soft placement), and a figure labelled ``/GPU:0`` would be a CPU figure.
+    Duplicates are dropped; names come back short (``'/GPU:0'``).
+    """
+    available = [device_name(d) for d in available]
+    what = "'all' hoặc một danh sách tên thiết bị"
+    if isinstance(value, str) and value.strip() == 'all':
+        return available
+    if isinstance(value, str) and value.strip()[:1] not in '[(':
+        value = [value]  # one device name, e.g. -p devices /GPU:0
+    value = _literal(name, value, what)
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f'tham số `{name}` phải là {what}, nhận được {value!r}')
+    if not value:
+        raise ValueError(f'tham số `{name}` không được là danh sách rỗng')
+    chosen: list[str] = []
+    for v in value:
+        try:
+            device = device_name(v)
+        except (TypeError, ValueError) as err:
+            raise type(err)(f'tham số `{name}`: {err}') from None
+        if device not in available:
+            raise ValueError(
+                f'tham số `{name}`: máy này không có thiết bị {device}; '
+                f'các thiết bị có: {available}'
+            )
+        if device not in chosen:
+            chosen.append(device)
+    return chosen

@@ -1,0 +1,89 @@
+"""Published figures of common NVIDIA GPUs, from their data sheets: never measurements.
+
+Taught in ``notebooks/choose-a-gpu.ipynb`` and used by ``exercises/01-cpu-vs-gpu-matmul.ipynb``.
+One table for the whole collection, so every notebook quotes the same figures and says where they
+come from. Tensor-core figures are *dense* (NVIDIA's sheets for Ampere and newer print the figure
+"with sparsity", twice the dense one; the dense figure is half of it). ``None`` means the GPU has
+no such tensor-core mode (a T4 has no TF32 or bfloat16 tensor cores).
+
+Every text this module prints for a row ends with ``(data sheet)``: ``tests/sanitize.cfg`` leaves
+the numbers of such lines alone, so a changed data-sheet figure fails the notebook check, while
+measured figures elsewhere are masked.
+
+Public API: ``GPUSpec``, ``DATASHEETS``, ``find_spec``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ['GPUSpec', 'DATASHEETS', 'find_spec']
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """One GPU's data-sheet figures (TFLOP/s are dense; GB are 10^9 bytes)."""
+
+    name: str
+    memory_gb: float
+    bandwidth_gbs: float
+    fp32_tflops: float
+    tf32_tflops: float | None
+    fp16_tflops: float | None
+    bf16_tflops: float | None
+    source: str
+
+    def ridge(self, tflops: float | None = None) -> float:
+        """FLOP per byte where the roofline bends: peak compute / peak bandwidth."""
+        return 1e3 * (tflops if tflops is not None else self.fp32_tflops) / self.bandwidth_gbs
+
+    def __str__(self) -> str:
+        def opt(x: float | None) -> str:
+            return '-' if x is None else f'{x:g}'
+
+        return (
+            f'{self.name}: {self.memory_gb:g} GB, {self.bandwidth_gbs:g} GB/s, '
+            f'FP32 {self.fp32_tflops:g} TFLOP/s, TF32 {opt(self.tf32_tflops)}, '
+            f'FP16 {opt(self.fp16_tflops)}, BF16 {opt(self.bf16_tflops)} TFLOP/s (data sheet)'
+        )
+
+
+_T4 = 'https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/tesla-t4/t4-tensor-core-datasheet-951643.pdf'
+_L4 = 'https://resources.nvidia.com/en-us-data-center-overview/l4-gpu-datasheet'
+_V100 = 'https://images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf'
+_A100 = 'https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf'
+_H100 = 'https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet'
+_H200 = 'https://www.nvidia.com/en-us/data-center/h200/'
+
+#: The GPUs a learner is likely to meet: Colab's T4, L4 and A100, and data-centre GPUs.
+DATASHEETS: tuple[GPUSpec, ...] = (
+    GPUSpec('T4', 16, 320, 8.1, None, 65, None, _T4),
+    GPUSpec('L4', 24, 300, 30.3, 60, 121, 121, _L4),
+    GPUSpec('V100 SXM2 32GB', 32, 900, 15.7, None, 125, None, _V100),
+    GPUSpec('A100 SXM 40GB', 40, 1555, 19.5, 156, 312, 312, _A100),
+    GPUSpec('A100 SXM 80GB', 80, 2039, 19.5, 156, 312, 312, _A100),
+    GPUSpec('H100 SXM', 80, 3350, 67, 494.5, 989.5, 989.5, _H100),
+    GPUSpec('H200 SXM', 141, 4800, 67, 494.5, 989.5, 989.5, _H200),
+)
+
+# What TensorFlow's get_device_details()['device_name'] says -> the row above.
+_PATTERNS = (
+    (r'\bT4\b', 'T4'),
+    (r'\bL4\b', 'L4'),
+    (r'V100', 'V100 SXM2 32GB'),
+    (r'A100.*80\s*GB', 'A100 SXM 80GB'),
+    (r'A100', 'A100 SXM 40GB'),
+    (r'H100', 'H100 SXM'),
+    (r'H200', 'H200 SXM'),
+)
+
+
+def find_spec(device_name: str | None) -> GPUSpec | None:
+    """The data-sheet row of a GPU named like ``'NVIDIA H200'`` or ``'Tesla T4'``, else None."""
+    if not device_name:
+        return None
+    for pattern, name in _PATTERNS:
+        if re.search(pattern, device_name, flags=re.IGNORECASE):
+            return next(s for s in DATASHEETS if s.name == name)
+    return None

@@ -1,0 +1,151 @@
+"""d2lhelpers.checks: each check returns the value or raises naming the parameter, in Vietnamese."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from d2lhelpers import (
+    check_choice,
+    check_devices,
+    check_index,
+    check_int,
+    check_int_list,
+    check_positive_int,
+    check_seconds,
+    device_name,
+)
+
+
+def test_int_checks_return_the_value():
+    assert (check_int('k', 0, 0), check_positive_int('n', 3), check_index(2)) == (0, 3, 2)
+
+
+@pytest.mark.parametrize('check', [check_positive_int, lambda name, v: check_int(name, v, 1)])
+@pytest.mark.parametrize(
+    'bad, error, message',
+    [
+        (0, ValueError, 'tham số `n` phải >= 1, nhận được 0'),
+        (-5, ValueError, '`n` phải >= 1'),
+        (1.5, TypeError, 'tham số `n` phải là số nguyên, nhận được 1.5 (float)'),
+        ('3', TypeError, "nhận được '3' (str)"),
+        (True, TypeError, '(bool)'),
+        (None, TypeError, '(NoneType)'),
+    ],
+)
+def test_int_check_names_the_parameter(check, bad, error, message):
+    with pytest.raises(error) as info:
+        check('n', bad)
+    assert message in str(info.value)
+
+
+def test_check_index_refuses_a_negative_index_by_its_name():
+    with pytest.raises(ValueError, match='tham số `i` phải >= 0, nhận được -1'):
+        check_index(-1)
+
+
+@pytest.mark.parametrize('value', [0.5, 2, 1e-9])
+def test_seconds_accepts_finite_positive_numbers(value):
+    assert check_seconds('t', value) == value
+
+
+@pytest.mark.parametrize(
+    'bad, error',
+    [
+        (0, ValueError),
+        (-1, ValueError),
+        (math.inf, ValueError),
+        (math.nan, ValueError),
+        (True, TypeError),
+        ('1', TypeError),
+        (None, TypeError),
+    ],
+)
+def test_seconds_refuses_the_rest(bad, error):
+    with pytest.raises(error, match='tham số `t`'):
+        check_seconds('t', bad)
+
+
+@pytest.mark.parametrize('value', [(64, 128), [64, 128], '[64, 128]', ' [64,128] '])
+def test_int_list_reads_lists_and_papermill_text(value):
+    assert check_int_list('sizes', value) == [64, 128]
+
+
+@pytest.mark.parametrize(
+    'bad, error, match',
+    [
+        ('[-1]', ValueError, 'chỉ nhận số nguyên dương, có phần tử -1'),
+        ([0, 2], ValueError, 'phần tử 0'),
+        ([1.5], ValueError, 'phần tử 1.5'),
+        ([True], ValueError, 'phần tử True'),
+        ([], ValueError, 'không được là danh sách rỗng'),
+        ('[]', ValueError, 'rỗng'),
+        ('abc', TypeError, 'phải là một danh sách số nguyên'),
+        (64, TypeError, 'danh sách'),
+        (None, TypeError, 'danh sách'),
+    ],
+)
+def test_int_list_refuses_bad_values(bad, error, match):
+    with pytest.raises(error, match=match) as info:
+        check_int_list('sizes', bad)
+    assert '`sizes`' in str(info.value)
+
+
+def test_choice_returns_the_value_or_names_the_choices():
+    assert check_choice('k', 2, (i for i in range(3))) == 2
+    with pytest.raises(ValueError, match=r"`dtype` = 'int8'.*\['float32', 'float16'\]"):
+        check_choice('dtype', 'int8', ('float32', 'float16'))
+
+
+@pytest.mark.parametrize(
+    'text, short',
+    [
+        ('/GPU:0', '/GPU:0'),
+        ('gpu:1', '/GPU:1'),
+        ('/device:CPU:0', '/CPU:0'),
+        ('/job:localhost/replica:0/task:0/device:GPU:7', '/GPU:7'),
+        ('/physical_device:CPU:0', '/CPU:0'),
+    ],
+)
+def test_device_name_shortens(text, short):
+    assert device_name(text) == short
+
+
+@pytest.mark.parametrize('bad, error', [('', ValueError), ('GPU', ValueError), (5, TypeError)])
+def test_device_name_refuses_what_is_not_a_device(bad, error):
+    with pytest.raises(error, match='thiết bị'):
+        device_name(bad)
+
+
+AVAILABLE = ['/job:localhost/replica:0/task:0/device:CPU:0', '/GPU:0']
+
+
+@pytest.mark.parametrize(
+    'value, chosen',
+    [
+        ('all', ['/CPU:0', '/GPU:0']),
+        ('/GPU:0', ['/GPU:0']),
+        ("['/GPU:0', 'cpu:0', '/GPU:0']", ['/GPU:0', '/CPU:0']),
+        (['/CPU:0'], ['/CPU:0']),
+    ],
+)
+def test_check_devices_accepts_all_or_existing_devices(value, chosen):
+    assert check_devices('devices', value, AVAILABLE) == chosen
+
+
+@pytest.mark.parametrize(
+    'bad, error, match',
+    [
+        (['/GPU:1'], ValueError, 'máy này không có thiết bị /GPU:1'),
+        ([], ValueError, 'rỗng'),
+        (['GPU'], ValueError, 'không phải tên thiết bị'),
+        ([5], TypeError, 'chuỗi'),
+        ('[/GPU:0', TypeError, "'all' hoặc một danh sách"),
+        (5, TypeError, "'all' hoặc một danh sách"),
+    ],
+)
+def test_check_devices_refuses_devices_that_do_not_exist_here(bad, error, match):
+    with pytest.raises(error, match=match) as info:
+        check_devices('devices', bad, AVAILABLE)
+    assert '`devices`' in str(info.value)

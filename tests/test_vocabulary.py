@@ -1,0 +1,205 @@
+"""One vocabulary (docs/glossary.md): banned forms in the prose and code comments of the collection.
+
+Prose is the markdown of every notebook, README.md and docs/*.md (the glossary itself lists the
+banned forms, so it is skipped), with code spans, fenced code, math, link targets and URLs taken
+out. Comments are the ``#`` comments of every notebook's code cells. Each rule names the form the
+glossary asks for instead.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+import unicodedata
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbtools import NOTEBOOKS, ROOT
+
+DOCS = ['README.md', *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / 'docs').glob('*.md'))]
+DOCS.remove('docs/glossary.md')
+
+# (banned regex, what to write instead); matched case-insensitively on NFC text.
+EVERYWHERE = [
+    (r'hàng chục(?! lần)', '"tensor" (the seed read *tensors* as *tens*)'),
+    (r'máy biến áp', '"transformer"'),
+    (r'đăng nhập', '"ghi log" (logging)'),
+    (r'core kéo|core căng', '"lõi tensor (tensor core)"'),
+    (r'mạng tái phát', '"mạng nơ-ron hồi tiếp"'),
+    (r'chế phẩm', '"cài đặt"'),
+    (r'làm không chỉ cần', '"đừng chỉ thêm"'),
+    (
+        r'\b\d+ nhân\b|\bnhân (?:cpu|vật lý)\b|\b(?:các|mọi|hai|nhiều|những) nhân\b(?! bản)',
+        '"lõi" for CPU cores ("nhân" is multiplication)',
+    ),
+    (
+        r'\blớp (?:dense|ẩn|đầu ra|đầu vào|tuyến tính|tích chập|keras)\b|\blớp \(layer',
+        '"tầng" for a layer ("lớp" is a Python class)',
+    ),
+    (r'vẽ đồ thị', '"dựng đồ thị (tracing)", or "vẽ biểu đồ" for a plot'),
+    (r'vị trí mềm', '"đặt thiết bị linh hoạt (soft placement)"'),
+]
+PROSE_ONLY = [
+    (r'\bloss\b', '"hàm mất mát" / "giá trị mất mát" (`loss` only as code)'),
+    (r'\bstrategy\b', '"chiến lược phân tán" / "chiến lược" (`strategy` only as code)'),
+    (r'\d,\d', 'a decimal point, as in the code and its outputs (2.1, not 2,1)'),
+]
+ENGLISH_WORDS = {
+    'the',
+    'a',
+    'an',
+    'is',
+    'are',
+    'of',
+    'to',
+    'and',
+    'on',
+    'in',
+    'no',
+    'not',
+    'for',
+    'with',
+    'before',
+    'after',
+    'this',
+    'that',
+    'it',
+    'as',
+    'so',
+    'be',
+    'by',
+    'from',
+    'instead',
+    'here',
+}
+
+
+def norm(text: str) -> str:
+    return unicodedata.normalize('NFC', text).lower()
+
+
+def prose(markdown: str) -> str:
+    """The words of a markdown text: no code, math, link targets, URLs or explanatory brackets.
+
+    Text in parentheses is dropped only for the rules that allow an English gloss such as
+    "(loss scaling)"; see ``without_glosses``.
+    """
+    text = re.sub(r'```.*?```', ' ', markdown, flags=re.S)
+    text = re.sub(r'`[^`]*`', ' ', text)
+    text = re.sub(r'\$\$.*?\$\$|\$[^$]*\$', ' ', text, flags=re.S)
+    text = re.sub(r'\]\([^)]*\)', ']', text)
+    text = re.sub(r'<[^>]+>', ' ', text)
+    return re.sub(r'https?://\S+', ' ', text)
+
+
+def without_glosses(text: str) -> str:
+    return re.sub(r'\([^()]*\)', ' ', text)
+
+
+def comments(source: str) -> list[str]:
+    """The ``#`` comments of a code cell (IPython magics and shell lines are skipped)."""
+    code = '\n'.join('' if re.match(r'\s*[%!]', line) else line for line in source.splitlines())
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code + '\n').readline))
+    except (tokenize.TokenError, SyntaxError):
+        return []
+    return [t.string.lstrip('#').strip() for t in tokens if t.type == tokenize.COMMENT]
+
+
+def english(comment: str) -> bool:
+    """A comment in English: no Vietnamese letter and at least two common English words."""
+    words = re.findall(r'[a-z]+', comment.lower())
+    return not re.search(r'[^\x00-\x7f]', comment) and len(ENGLISH_WORDS.intersection(words)) >= 2
+
+
+def problems_in(prose_text: str, comment_texts: list[str]) -> list[str]:
+    """Every banned form found, as 'found -> write instead'."""
+    found = []
+    p = norm(prose_text)
+    for rule, instead in EVERYWHERE:
+        found += [f'{m.group()!r} -> {instead}' for m in re.finditer(rule, p)]
+    bare = without_glosses(p)
+    for rule, instead in PROSE_ONLY:
+        found += [f'{m.group()!r} -> {instead}' for m in re.finditer(rule, bare)]
+    for c in comment_texts:
+        for rule, instead in EVERYWHERE:
+            found += [
+                f'{m.group()!r} in comment {c!r} -> {instead}' for m in re.finditer(rule, norm(c))
+            ]
+        if english(c):
+            found.append(f'comment in English: {c!r} -> write comments in Vietnamese')
+    return found
+
+
+def notebook_problems(path: Path) -> list[str]:
+    nb = nbformat.read(path, as_version=4)
+    md = '\n\n'.join(prose(c.source) for c in nb.cells if c.cell_type == 'markdown')
+    cm = [c for cell in nb.cells if cell.cell_type == 'code' for c in comments(cell.source)]
+    return problems_in(md, cm)
+
+
+def test_there_is_something_to_check():
+    assert NOTEBOOKS and 'README.md' in DOCS
+
+
+@pytest.mark.parametrize('path', NOTEBOOKS)
+def test_notebook_vocabulary(path):
+    found = notebook_problems(ROOT / path)
+    assert not found, f'{path} (see docs/glossary.md):\n' + '\n'.join(found)
+
+
+@pytest.mark.parametrize('path', DOCS)
+def test_document_vocabulary(path):
+    found = problems_in(prose((ROOT / path).read_text(encoding='utf-8')), [])
+    assert not found, f'{path} (see docs/glossary.md):\n' + '\n'.join(found)
+
+
+@pytest.mark.parametrize(
+    'planted',
+    [
+        'Ta nhân hai hàng chục trên GPU.',
+        'Mô hình máy biến áp.',
+        'Bật đăng nhập vị trí thiết bị.',
+        'Máy có 2 nhân.',
+        'Mỗi lớp Dense có hai tham số.',
+        'Lần đầu, TensorFlow vẽ đồ thị.',
+        'Đây là vị trí mềm.',
+        'In loss ở mỗi bước.',
+        'Tạo một strategy.',
+        'Khoảng 2,1 tỉ FLOP.',
+    ],
+)
+def test_a_planted_banned_form_is_found(planted, tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(planted)])
+    path = tmp_path / 'planted.ipynb'
+    nbformat.write(nb, path)
+    assert notebook_problems(path), planted
+
+
+@pytest.mark.parametrize(
+    'fine',
+    [
+        'Phép nhân hai ma trận; nhân hai ma trận lớn; tham số được nhân bản trên các thiết bị.',
+        'Máy có 2 lõi. Chậm đi hàng chục lần.',
+        'Lớp `Device` là một chuỗi; tầng `Dense` có hai tham số.',
+        'Giá trị mất mát `loss` của `strategy.run`; co giãn giá trị mất mát (loss scaling).',
+        'Chiến lược phân tán (distribution strategy). Ma trận `(2,3)`; $1{,}0005^t$.',
+    ],
+)
+def test_the_glossary_forms_pass(fine):
+    assert problems_in(prose(fine), []) == []
+
+
+@pytest.mark.parametrize(
+    'comment, is_english',
+    [
+        ('no C++ info/warning lines before the import', True),
+        ('runs on d1; X is copied to d1 first', True),
+        ('không in dòng INFO của C++', False),
+        ('TF_CPP_MIN_LOG_LEVEL=2', False),
+    ],
+)
+def test_english_comments_are_found(comment, is_english):
+    assert english(comment) == is_english
