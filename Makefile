@@ -4,6 +4,8 @@
 #   make refresh  re-execute the committed notebooks in place (their stored outputs)
 #   make lab      JupyterLab on the collection
 #   make nbval    only pytest --nbval (NB=exercises/01-cpu-vs-gpu-matmul.ipynb for one notebook)
+#   make lint     ruff check + ruff format --check (part of make test)
+#   make bench    the measurements that are not gates: timing tests and the batch overhead
 # NB=... limits run/refresh/nbval to some notebooks or folders.
 # GPU=1 installs tensorflow[and-cuda] instead of tensorflow-cpu (for a GPU machine).
 
@@ -15,15 +17,14 @@ REQS   := requirements.txt
 STAMP  := $(VENV)/.installed-gpu$(GPU)
 NB     ?= notebooks exercises
 
-# The notebooks' kernel (capture_fd_output off, TF quiet) is found before any other python3 kernel.
+# The notebooks' kernel (capture_fd_output off, TF quiet: d2lhelpers/kernel.py) is found before any
+# other python3 kernel. The kernelspec carries the notebooks' environment; tests/conftest.py gives
+# it to the test processes.
 export JUPYTER_PATH := $(abspath $(VENV))/share/jupyter
-export TF_CPP_MIN_LOG_LEVEL := 2
-export TF_ENABLE_ONEDNN_OPTS := 0
-export PYTHONHASHSEED := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 NBVAL := --nbval --nbval-sanitize-with tests/sanitize.cfg --nbval-cell-timeout 600
 
-.PHONY: test nbval run refresh lab bench clean venv
+.PHONY: test lint nbval run refresh lab bench clean venv
 
 venv: $(STAMP)
 
@@ -43,10 +44,14 @@ endif
 	@rm -f $(VENV)/.installed-gpu*
 	@touch $@
 
-test: $(STAMP)
+test: $(STAMP) lint
 	@start=$$(date +%s); \
-	$(PY) -m pytest tests $(NB) $(NBVAL); status=$$?; \
+	$(PY) -m pytest tests $(NB) $(NBVAL) -m 'not timing'; status=$$?; \
 	echo "make test: pytest took $$(( $$(date +%s) - start )) s (exit $$status)"; exit $$status
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 # Only the notebooks (NB=path/to/one.ipynb for one), no unit tests.
 nbval: $(STAMP)
@@ -62,6 +67,7 @@ lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --notebook-dir=.
 
 bench: $(STAMP)
+	$(PY) -m pytest tests -m timing -q
 	$(PY) benchmarks/batch_overhead.py
 
 clean:

@@ -114,7 +114,7 @@ def _altered_copy(tmp_path: Path, old: str, new: str) -> Path:
     'old, new, culprit',
     [
         # the body: an off-by-one in the fallback test
-        ('if num_gpus() >= check_index(i) + 1:', 'if num_gpus() > check_index(i) + 1:', 'try_gpu'),
+        ('if check_index(i) < num_gpus():', 'if check_index(i) <= num_gpus():', 'try_gpu'),
         # the docstring only
         ('"""The CPU: ``/CPU:0``."""', '"""The CPU."""', 'cpu'),
         # a default argument

@@ -195,8 +195,11 @@ def test_imports_only_from_the_package_top_level(path):
     ]
     assert not bad, f'import from a submodule of d2lhelpers (use `from d2lhelpers import`): {bad}'
     for c in code_cells(load(path)):
-        for names in re.findall(r'from d2lhelpers import \(?([\w\s,]+)\)?', c.source):
-            unknown = {n.strip() for n in names.split(',') if n.strip()} - set(d2lhelpers.__all__)
+        for grouped, inline in re.findall(
+            r'from d2lhelpers import (?:\(([\w\s,]+)\)|([\w \t,]+))', c.source
+        ):
+            names = (grouped or inline).split(',')
+            unknown = {n.strip() for n in names if n.strip()} - set(d2lhelpers.__all__)
             assert not unknown, f'{cell_name(c)} imports names not in d2lhelpers.__all__: {unknown}'
 
 
