@@ -8,7 +8,8 @@ results     -- BenchmarkResult, EnvReport, format_seconds, save_results, atomic_
 checks      -- check_int, check_positive_int, check_int_list, check_choice, check_index,
                check_seconds, check_devices, device_name
 datasheets  -- GPUSpec, DATASHEETS, find_spec
-multiworker -- run_workers, WorkerResult, WorkerError, WorkerTimeout, tf_config
+multiworker -- run_workers, WorkerResult, WorkerError, WorkerTimeout, NetworkIsolationError,
+               tf_config
 
 ``devices`` and ``timing`` use TensorFlow; the other modules do not. ``python -m d2lhelpers.batch``
 runs the notebooks with papermill (see its ``--help``).
@@ -63,6 +64,7 @@ __all__ = [
     'WorkerResult',
     'WorkerError',
     'WorkerTimeout',
+    'NetworkIsolationError',
     'tf_config',
 ]
 
@@ -92,7 +94,15 @@ _MODULE_OF = {
     ),
     **dict.fromkeys(['GPUSpec', 'DATASHEETS', 'find_spec'], 'datasheets'),
     **dict.fromkeys(
-        ['run_workers', 'WorkerResult', 'WorkerError', 'WorkerTimeout', 'tf_config'], 'multiworker'
+        [
+            'run_workers',
+            'WorkerResult',
+            'WorkerError',
+            'WorkerTimeout',
+            'NetworkIsolationError',
+            'tf_config',
+        ],
+        'multiworker',
     ),
 }
 
@@ -118,7 +128,14 @@ if TYPE_CHECKING:  # what editors and type checkers see; at run time names load 
         try_all_gpus,
         try_gpu,
     )
-    from .multiworker import WorkerError, WorkerResult, WorkerTimeout, run_workers, tf_config
+    from .multiworker import (
+        NetworkIsolationError,
+        WorkerError,
+        WorkerResult,
+        WorkerTimeout,
+        run_workers,
+        tf_config,
+    )
     from .results import BenchmarkResult, EnvReport, atomic_write, format_seconds, save_results
     from .timing import Timer, benchmark, sync_devices
 

@@ -37,17 +37,36 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         default=0.0,
         help='sleep this many seconds before starting (simulates a slow machine)',
     )
+    ap.add_argument(
+        '--signal-up',
+        metavar='PATH',
+        help='once the TensorFlow server runs, write {"pid": ..., "host": ...} to PATH (for tests)',
+    )
+    ap.add_argument(
+        '--wait-for',
+        metavar='PATH',
+        help='after --signal-up, wait until PATH exists before training (for tests)',
+    )
     args = ap.parse_args(argv)
     if args.steps < 1 or args.global_batch < 1 or args.features < 1:
         ap.error('--steps, --global-batch and --features must be >= 1')
     return args
 
 
+def _write_text(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename: never half-written."""
+    tmp = path + '.tmp'
+    with open(tmp, 'w', encoding='utf-8') as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)  # before importing TensorFlow: a bad argument fails in milliseconds
     config = json.loads(os.environ['TF_CONFIG'])
     index = config['task']['index']
-    n_workers = len(config['cluster']['worker'])
+    hosts = config['cluster']['worker']
+    n_workers = len(hosts)
     if args.global_batch % n_workers:
         print(
             f'--global-batch {args.global_batch} is not divisible by {n_workers} workers',
@@ -63,7 +82,12 @@ def main(argv: list[str] | None = None) -> int:
 
     for gpu in tf.config.list_physical_devices('GPU'):  # share a GPU with other processes
         tf.config.experimental.set_memory_growth(gpu, True)
-    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()  # starts this worker's gRPC server
+    if args.signal_up:
+        _write_text(args.signal_up, json.dumps({'pid': os.getpid(), 'host': hosts[index]}))
+    if args.wait_for:
+        while not os.path.exists(args.wait_for):  # bounded by run_workers' deadline
+            time.sleep(0.05)
 
     # The same data on every worker (same seed); each worker reads its own shard of every batch.
     rng = np.random.default_rng(args.seed)
@@ -98,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
                 # Divide by the GLOBAL batch: summing the replicas' gradients then gives the mean.
                 loss = tf.nn.compute_average_loss(per_example, global_batch_size=args.global_batch)
             grads = tape.gradient(loss, model.trainable_variables)
-            optimizer.apply_gradients(zip(grads, model.trainable_variables))  # all-reduce inside
+            optimizer.apply_gradients(
+                zip(grads, model.trainable_variables, strict=True)
+            )  # all-reduce inside
             return loss
 
         per_replica = strategy.run(step, args=batch)
