@@ -337,3 +337,24 @@ def test_data_sheet_figures_are_printed_where_nbval_compares_them(path):
         if any(f in line for f in fixed) and sanitize(line) != line
     ]
     assert not masked, f'data-sheet figures on lines the sanitizer masks: {masked}'
+
+
+HAND_MADE_DURATION = re.compile(r'\}\s?(?:ms|µs|us|ns|s)(?![\w/])')
+
+
+@per_notebook
+def test_durations_are_printed_by_format_seconds(path):
+    # tests/sanitize.cfg masks a duration with its unit (format_seconds picks the unit from the
+    # value); a hand-made unit such as f'{t * 1e3:.1f} ms' could be wrong without nbval noticing.
+    bad = [
+        (cell_name(c), m.group())
+        for c in code_cells(load(path))
+        for m in HAND_MADE_DURATION.finditer(c.source)
+    ]
+    assert not bad, f'durations formatted by hand (use format_seconds): {bad}'
+
+
+def test_the_hand_made_duration_check_can_fail():
+    assert HAND_MADE_DURATION.search("print(f'{t * 1e3:.1f} ms')")
+    assert HAND_MADE_DURATION.search("f'{seconds}s'")
+    assert not HAND_MADE_DURATION.search("f'{format_seconds(t)} mỗi bước, {n} số, {r:.1f} GB/s'")
