@@ -63,7 +63,17 @@ run: $(STAMP)
 refresh: $(STAMP)
 	$(PY) -m d2lhelpers.batch $(NB) --inplace --out build/refresh
 
-lab: $(STAMP)
+# JupyterLab (requirements-lab.txt) on top of the project's environment, only for `make lab`:
+# installed with requirements.txt as constraints, so the pinned versions (and GPU=1's TensorFlow)
+# stay as they are.
+LAB_STAMP := $(VENV)/.installed-lab
+
+$(LAB_STAMP): $(STAMP) requirements-lab.txt
+	grep -v '^-r' requirements-lab.txt > $(VENV)/requirements-lab-only.txt
+	$(PY) -m pip install --quiet -r $(VENV)/requirements-lab-only.txt -c $(REQS)
+	@touch $@
+
+lab: $(LAB_STAMP)
 	$(VENV)/bin/jupyter lab --notebook-dir=.
 
 bench: $(STAMP)

@@ -102,7 +102,7 @@ def main() -> int:
         kernel_sum = cells_sum = runner_sum = 0.0
         for e in summary['notebooks']:
             kernel = e.get('kernel_seconds') or 0.0
-            cells = cells_seconds(Path(e['output'])) if e.get('output') else 0.0
+            cells = cells_seconds(out / e['output']) if e.get('output') else 0.0
             kernel_sum += kernel
             cells_sum += cells
             runner_sum += e['seconds']

@@ -32,7 +32,10 @@ def available_cores() -> int:
 
 
 def install_kernelspec(prefix: str | Path) -> Path:
-    """Write ``PREFIX/share/jupyter/kernels/python3/kernel.json`` for this interpreter; return its path."""
+    """Write ``PREFIX/share/jupyter/kernels/python3/kernel.json`` for this interpreter.
+
+    Returns the path of the file written.
+    """
     path = Path(prefix) / 'share' / 'jupyter' / 'kernels' / 'python3' / 'kernel.json'
     path.parent.mkdir(parents=True, exist_ok=True)
     spec = {

@@ -1,15 +1,16 @@
-"""Reading a notebook's declared parameters and writing notebooks in their committed form.
+"""What the batch runner and the notebook tests need to know about a notebook (TensorFlow-free).
 
-Used by ``python -m d2lhelpers.batch`` and by the tests that check the committed notebooks:
-
-- ``declared_parameters(nb)``: the names (and defaults) of the ``parameters`` cell;
+- ``declared_parameters(nb)``: the parameters papermill reads in the ``parameters`` cell (names and
+  default values), and ``unreadable_parameters(nb)``: names assigned there that papermill's parser
+  cannot read (a comment holding ``=`` on the line, see ``shared/NOTES.md``);
 - ``measures_time(nb)``: ``metadata.d2l.measures_time`` (the runner runs such a notebook alone);
-- ``for_papermill(nb)``: a copy papermill can run (cells that teach an error get the
-  ``raises-exception`` tag that nbclient understands, as nbval understands ``# NBVAL_RAISES_EXCEPTION``);
+- ``allows_error(cell)`` and ``for_papermill(nb)``: a cell that teaches an error carries
+  nbclient's (and nbval's) ``raises-exception`` tag; the old ``# NBVAL_RAISES_EXCEPTION`` comment
+  is still understood and turned into that tag;
 - ``canonical(nb)``: the committed form (no papermill/timing metadata, execution counts 1..N);
 - ``refreshed(source, executed)``: the committed notebook with the outputs of a run, in that form;
-- ``write_atomic(nb, path)``: a temporary file and a rename, never half a notebook;
-- ``first_error(nb)``: where an executed notebook failed.
+- ``write_notebook(nb, path)``: ``nb`` written with ``d2lhelpers.results.atomic_write``;
+- ``one_line(text)``: the first line of a message, for summaries.
 """
 
 from __future__ import annotations
@@ -18,66 +19,92 @@ import ast
 import copy
 import os
 import re
-import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import nbformat
+from papermill.translators import PythonTranslator
+
+from .results import atomic_write
 
 __all__ = [
     'declared_parameters',
+    'unreadable_parameters',
     'measures_time',
     'allows_error',
     'for_papermill',
+    'added_by_papermill',
     'canonical',
     'refreshed',
-    'write_atomic',
-    'first_error',
-    'added_by_papermill',
+    'write_notebook',
+    'one_line',
 ]
 
 # Cell metadata that papermill/nbclient/JupyterLab add and that changes on every run.
 _VOLATILE_CELL_META = ('execution', 'papermill', 'collapsed', 'scrolled', 'ExecuteTime')
 # Cells that papermill inserts: the injected parameters, and the error banners of a failed run.
 _PAPERMILL_TAGS = ('injected-parameters', 'papermill-error-cell-tag')
-_RAISES_TAGS = ('raises-exception', 'nbval-raises-exception')
+RAISES_TAG = 'raises-exception'
+_RAISES_TAGS = (RAISES_TAG, 'nbval-raises-exception')
 _RAISES_COMMENT = re.compile(r'^\s*#\s*NBVAL_RAISES_EXCEPTION\b', re.MULTILINE)
-_MAGIC = re.compile(r'^\s*[%!]')
 
 
-def _tags(cell: nbformat.NotebookNode) -> list[str]:
+def tags(cell: nbformat.NotebookNode) -> list[str]:
+    """The cell's tags (``metadata.tags``), a new list."""
     return list(cell.get('metadata', {}).get('tags', []))
 
 
-def declared_parameters(nb: nbformat.NotebookNode) -> dict[str, Any]:
-    """Names and default values assigned in the first cell tagged ``parameters``.
+def _parameters_cell(nb: nbformat.NotebookNode) -> nbformat.NotebookNode | None:
+    return next((c for c in nb.cells if c.cell_type == 'code' and 'parameters' in tags(c)), None)
 
-    A default that is not a literal (``results_path = None`` is one; ``n = 2 ** 10`` is not) is
-    given as its source text.
+
+def declared_parameters(nb: nbformat.NotebookNode) -> dict[str, Any]:
+    """Names and defaults of the first cell tagged ``parameters``, as papermill reads them.
+
+    The same reading as ``papermill --help-notebook`` and ``papermill.inspect_notebook``
+    (``PythonTranslator.inspect``); a default that is a literal is given as its value
+    (``results_path = None`` gives ``None``), any other as its source text.
     """
-    for cell in nb.cells:
-        if cell.cell_type == 'code' and 'parameters' in _tags(cell):
-            source = '\n'.join(
-                '' if _MAGIC.match(line) else line for line in cell.source.splitlines()
-            )
-            params: dict[str, Any] = {}
-            for node in ast.parse(source).body:
-                targets = (
-                    node.targets
-                    if isinstance(node, ast.Assign)
-                    else [node.target]
-                    if isinstance(node, ast.AnnAssign)
-                    else []
-                )
-                for target in targets:
-                    if isinstance(target, ast.Name):
-                        try:
-                            params[target.id] = ast.literal_eval(node.value)
-                        except (ValueError, TypeError, SyntaxError):
-                            params[target.id] = ast.unparse(node.value) if node.value else None
-            return params
-    return {}
+    cell = _parameters_cell(nb)
+    if cell is None:
+        return {}
+    params = {}
+    for p in PythonTranslator.inspect(cell):
+        try:
+            params[p.name] = ast.literal_eval(p.default)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            params[p.name] = p.default
+    return params
+
+
+def unreadable_parameters(nb: nbformat.NotebookNode) -> list[str]:
+    """Names assigned in the ``parameters`` cell that papermill's reading misses.
+
+    papermill skips a line with more than one ``=`` (``n = 2  # (>= 2)``): such a name is
+    still a parameter to Python, but not to ``papermill --help-notebook``.
+    """
+    cell = _parameters_cell(nb)
+    if cell is None:
+        return []
+    source = '\n'.join('' if re.match(r'\s*[%!]', ln) else ln for ln in cell.source.splitlines())
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    assigned = [
+        t.id
+        for node in tree.body
+        for t in (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign)
+            else []
+        )
+        if isinstance(t, ast.Name)
+    ]
+    read = declared_parameters(nb)
+    return [name for name in dict.fromkeys(assigned) if name not in read]
 
 
 def measures_time(nb: nbformat.NotebookNode) -> bool:
@@ -89,24 +116,24 @@ def measures_time(nb: nbformat.NotebookNode) -> bool:
 
 
 def allows_error(cell: nbformat.NotebookNode) -> bool:
-    """True for a cell that teaches an error (``# NBVAL_RAISES_EXCEPTION`` or its tags)."""
-    return cell.cell_type == 'code' and (
-        any(t in _tags(cell) for t in _RAISES_TAGS) or bool(_RAISES_COMMENT.search(cell.source))
+    """True for a cell that teaches an error (tag ``raises-exception``, or the old comment)."""
+    return cell.get('cell_type') == 'code' and (
+        any(t in tags(cell) for t in _RAISES_TAGS) or bool(_RAISES_COMMENT.search(cell.source))
     )
 
 
 def for_papermill(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy in which every cell that teaches an error carries nbclient's ``raises-exception`` tag."""
+    """A copy in which every cell that teaches an error carries nbclient's ``raises-exception``."""
     nb = copy.deepcopy(nb)
     for cell in nb.cells:
-        if allows_error(cell) and 'raises-exception' not in _tags(cell):
-            cell.metadata['tags'] = [*_tags(cell), 'raises-exception']
+        if allows_error(cell) and RAISES_TAG not in tags(cell):
+            cell.metadata['tags'] = [*tags(cell), RAISES_TAG]
     return nb
 
 
 def added_by_papermill(cell: nbformat.NotebookNode) -> bool:
     """True for the injected-parameters cell and the error banners papermill inserts."""
-    return any(t in _tags(cell) for t in _PAPERMILL_TAGS)
+    return any(t in tags(cell) for t in _PAPERMILL_TAGS)
 
 
 def canonical(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -149,72 +176,22 @@ def refreshed(
     """
     ran = [c for c in executed.cells if not added_by_papermill(c)]
     if len(ran) != len(source.cells) or any(
-        a.cell_type != b.cell_type or a.source != b.source for a, b in zip(source.cells, ran)
+        a.cell_type != b.cell_type or a.source != b.source
+        for a, b in zip(source.cells, ran, strict=True)
     ):
         raise ValueError('the executed notebook does not have the cells of its source')
     nb = copy.deepcopy(source)
-    for cell, done in zip(nb.cells, ran):
+    for cell, done in zip(nb.cells, ran, strict=True):
         if cell.cell_type == 'code':
             cell.outputs = copy.deepcopy(done.outputs)
             cell.execution_count = done.execution_count
     return canonical(nb)
 
 
-def write_atomic(nb: nbformat.NotebookNode, path: str | os.PathLike) -> None:
-    """Write ``nb`` to ``path`` through a temporary file and a rename: never half a notebook.
-
-    An existing file keeps its permission bits.
-    """
-    path = Path(path)
+def write_notebook(nb: nbformat.NotebookNode, path: str | os.PathLike) -> Path:
+    """Write ``nb`` to ``path`` atomically (``atomic_write``), ending with a newline."""
     text = nbformat.writes(nb)
-    if not text.endswith('\n'):
-        text += '\n'
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
-    try:
-        with os.fdopen(fd, 'w', encoding='utf-8') as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def first_error(nb: nbformat.NotebookNode) -> dict[str, Any] | None:
-    """The first unexpected error stored in an executed notebook, or None.
-
-    ``{'cell': index, 'cell_id': id, 'execution_count': n, 'ename': ..., 'evalue': one line}``;
-    the index counts the cells of the notebook as committed (cells papermill inserted are skipped),
-    and errors of cells that teach an error (``allows_error``) are not counted.
-    """
-    index = -1
-    for cell in nb.cells:
-        if added_by_papermill(cell):
-            continue
-        index += 1
-        if cell.cell_type != 'code' or allows_error(cell):
-            continue
-        for out in cell.get('outputs', []):
-            if out.get('output_type') == 'error':
-                if out.get('ename') == 'SystemExit' and str(out.get('evalue', '')) in ('', '0'):
-                    continue
-                return {
-                    'cell': index,
-                    'cell_id': cell.get('id'),
-                    'execution_count': cell.get('execution_count'),
-                    'ename': out.get('ename', ''),
-                    'evalue': one_line(out.get('evalue', '')),
-                }
-    return None
+    return atomic_write(path, text if text.endswith('\n') else text + '\n')
 
 
 def one_line(text: object, limit: int = 300) -> str:

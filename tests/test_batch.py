@@ -1,177 +1,150 @@
 """The batch runner (``python -m d2lhelpers.batch``) on the tiny notebooks of ``tests/nb/``.
 
-Each test copies the notebooks it needs into a temporary folder and runs the runner there as a
-user would (a subprocess), so nothing under ``tests/nb/`` changes. The notebooks import nothing
-heavy (no TensorFlow): a run costs a kernel start, ~2-3 s.
+Endings that stop a batch (signals, an exception in the runner) are in test_batch_endings.py,
+the report in test_report.py. Helpers: tests/batch_support.py.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+from batch_support import NB, batch, command, copy, entries, summary, survivors
 
-from d2lhelpers.batch import alive, plan, run_batch
-from d2lhelpers.notebook import canonical, declared_parameters, first_error, refreshed
-from d2lhelpers.report import write_report
+from d2lhelpers.batch import cli
+from d2lhelpers.batch.plan import UsageError, collect, plan, read_parameters, slots
+from d2lhelpers.batch.processes import alive
+from d2lhelpers.notebook import (
+    allows_error,
+    canonical,
+    declared_parameters,
+    for_papermill,
+    refreshed,
+    unreadable_parameters,
+)
 
-NB = Path(__file__).parent / 'nb'
-VENV_JUPYTER = Path(sys.prefix) / 'share' / 'jupyter'
 
-
-def copy(tmp: Path, *names: str) -> None:
-    for name in names:
-        shutil.copy(NB / f'{name}.ipynb', tmp / f'{name}.ipynb')
-
-
-def batch(
-    tmp: Path, *args: str, jupyter_path: str | None = None, timeout: float = 240
-) -> subprocess.CompletedProcess:
-    """Run the runner in ``tmp``; ``jupyter_path`` None: without JUPYTER_PATH, else set to it."""
-    env = {k: v for k, v in os.environ.items() if k != 'JUPYTER_PATH'}
-    if jupyter_path is not None:
-        env['JUPYTER_PATH'] = jupyter_path
-    return subprocess.run(
-        [sys.executable, '-m', 'd2lhelpers.batch', *args, '--no-report'],
-        cwd=tmp,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
+def test_one_batch_with_every_kind_of_notebook(tmp_path):
+    """A notebook that raises, one given a bad parameter, three that succeed (one with a
+    parameter from -f; two whose names would meet if paths were flattened, one in a subfolder),
+    and one that measures time: one batch, a failure stops nothing, nothing is left running,
+    every file in its own place."""
+    copy(tmp_path, 'raises', 'ok', 'meet', 'timed')
+    copy(tmp_path / 'sub', 'meet')
+    (tmp_path / 'sub__meet.ipynb').write_bytes((NB / 'meet.ipynb').read_bytes())
+    (tmp_path / 'params.yaml').write_text(  # each meet.ipynb meets itself
+        'notebooks:\n  meet.ipynb: {partner: a}\n  sub/meet: {partner: a}\n'
+        '  sub__meet: {partner: a}\n'
     )
-
-
-def entries(tmp: Path, out: str = 'out') -> dict[str, dict]:
-    summary = json.loads((tmp / out / 'summary.json').read_text(encoding='utf-8'))
-    return {e['notebook']: e for e in summary['notebooks']}
-
-
-def test_failures_do_not_stop_the_others(tmp_path):
-    """A notebook that raises, one whose parameter is bad, one that is fine: one batch."""
-    copy(tmp_path, 'raises', 'ok', 'sleep-a')
-    (tmp_path / 'params.yaml').write_text('notebooks:\n  sleep-a: {seconds: 0}\n')
+    names = ['raises.ipynb', 'ok.ipynb', 'meet.ipynb', 'timed.ipynb']
+    names += ['sub/meet.ipynb', 'sub__meet.ipynb']
     run = batch(
         tmp_path,
-        'raises.ipynb',
-        'ok.ipynb',
-        'sleep-a.ipynb',
-        '-p',
-        'sizes',
-        '[-1]',
-        '-f',
-        'params.yaml',
-        '--jobs',
-        '2',
-        '--out',
-        'out',
-        jupyter_path=str(VENV_JUPYTER),
+        *names,
+        *('-p', 'sizes', '[-1]', '-f', 'params.yaml'),
+        *('--jobs', '3', '--out', 'build/x', '--no-report'),
     )
     assert run.returncode == 1, run.stdout + run.stderr
-    got = entries(tmp_path)
+    assert survivors(tmp_path) == []
+    out = tmp_path / 'build' / 'x'
+    top = summary(out)
+    assert top['ending'] == 'finished' and top['runner_error'] is None
+    assert top['counts'] == {'failed': 2, 'ok': 4}
+    assert top['jobs'] == 3 and top['timeout'] == 1800.0
+    got = entries(out)
+    assert list(got) == names
+
     raised = got['raises.ipynb']
     assert raised['status'] == 'failed'
     assert raised['error'] == {
         'cell': 2,
         'cell_id': 'boom',
-        'execution_count': 2,
         'ename': 'RuntimeError',
         'evalue': 'hỏng ở đây',
     }
+    executed = nbformat.read(out / 'raises.ipynb', as_version=4)
+    boom = next(c for c in executed.cells if c.get('id') == 'boom')
+    assert boom.outputs[0]['ename'] == 'RuntimeError'
+
     bad = got['ok.ipynb']
     assert bad['status'] == 'failed' and bad['parameters'] == {'sizes': [-1]}
     assert bad['error']['cell'] == 2 and bad['error']['ename'] == 'ValueError'
     assert '`sizes`' in bad['error']['evalue'] and '\n' not in bad['error']['evalue']
-    fine = got['sleep-a.ipynb']
-    assert fine['status'] == 'ok' and fine['error'] is None and fine['parameters'] == {'seconds': 0}
-    assert set(fine) >= {'notebook', 'status', 'seconds', 'error', 'parameters', 'results'}
-    # the executed notebooks are there, with the error stored in the failing one
-    executed = nbformat.read(tmp_path / 'out' / 'raises.ipynb', as_version=4)
-    assert first_error(executed)['cell_id'] == 'boom'
-    # the progress: one line per notebook with the overall bar, and the failures named at the end
-    assert '3/3' in run.stdout and '[####################]' in run.stdout
+
+    for name in ('meet.ipynb', 'sub/meet.ipynb', 'sub__meet.ipynb'):
+        met = got[name]
+        assert met['status'] == 'ok' and met['error'] is None, name
+        assert met['parameters'] == {'partner': 'a'} and met['results'] is None
+        assert met['output'] == name and met['log'] == f'logs/{name[:-6]}.log'
+    assert (tmp_path / 'sub' / 'a.here').exists()  # it ran in its own folder
+    assert 'ok.ipynb' in got['raises.ipynb']['beside']  # they started together
+
+    timed = got['timed.ipynb']
+    assert timed['status'] == 'ok' and timed['measures_time'] and timed['beside'] == []
+    assert all(timed['start'] >= e['end'] for n, e in got.items() if n != 'timed.ipynb')
+    times = json.loads((tmp_path / 'timed.times.json').read_text())
+    assert times['cwd'] == str(tmp_path)  # a notebook runs in its own folder
+
+    # only complete files under --out: executed notebooks, logs, the summary
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob('*') if p.is_file())
+    assert files == sorted(['summary.json', *names, *(f'logs/{n[:-6]}.log' for n in names)])
+    assert not (tmp_path / 'sub' / 'build').exists()
+    # the progress: one line per notebook with the overall bar, the failures named at the end
+    assert '6/6' in run.stdout and '[####################]' in run.stdout
     assert 'failed: ok.ipynb (cell 2): ValueError: tham số `sizes`' in run.stdout
 
 
-def test_results_are_collected(tmp_path):
-    copy(tmp_path, 'ok')
-    run = batch(tmp_path, 'ok.ipynb', '--out', 'out')
-    assert run.returncode == 0, run.stdout + run.stderr
-    entry = entries(tmp_path)['ok.ipynb']
-    assert entry['status'] == 'ok'
-    assert entry['results'] == {'values': [2, 4, 6]}  # the teaching error of cell 4 is allowed
-    assert entry['parameters'] == {}  # results_path is the runner's business
-    assert 0 < entry['kernel_seconds'] <= entry['seconds']
-
-
 def test_timeout_kills_a_kernel_stuck_in_native_code(tmp_path):
+    """Its kernel blocks in C (no Python signal handler runs) after starting a child process."""
     copy(tmp_path, 'hang')
-    run = batch(tmp_path, 'hang.ipynb', '--timeout', '20', '--out', 'out')
+    stale = tmp_path / 'out' / 'hang.ipynb'  # from an earlier run: this one writes none
+    stale.parent.mkdir()
+    stale.write_text('{}')
+    os.utime(stale, (stale.stat().st_atime - 3600,) * 2)
+    run = batch(tmp_path, 'hang.ipynb', '--timeout', '5', '--out', 'out', '--no-report')
     assert run.returncode == 1, run.stdout + run.stderr
-    entry = entries(tmp_path)['hang.ipynb']
-    assert entry['status'] == 'timeout'
-    assert entry['error']['ename'] == 'Timeout' and '20 s' in entry['error']['evalue']
-    assert entry['error']['cell'] == 2 and entry['error']['cell_id'] == 'native-hang'
-    assert 19 <= entry['seconds'] < 35
-    kernel, child = map(int, (tmp_path / 'hang.pids').read_text().split())
-    assert kernel != child
-    assert not alive(kernel), 'the kernel survived the timeout'
-    assert not alive(child), 'a process started by the kernel survived the timeout'
+    assert survivors(tmp_path) == []
+    hang = entries(tmp_path / 'out')['hang.ipynb']
+    assert hang['status'] == 'timeout' and hang['output'] is None and not stale.exists()
+    assert hang['error']['ename'] == 'Timeout'
+    assert hang['error']['evalue'] == 'killed after 5 s (--timeout)'
+    assert hang['seconds'] >= 5
+    marker = tmp_path / 'hang.here'
+    if marker.exists():  # the kernel got that far within 5 s (it nearly always does)
+        pids = json.loads(marker.read_text())
+        assert hang['error']['cell_id'] in ('record-pids', 'native-hang')
+        assert not alive(pids['kernel']), 'the kernel survived the timeout'
+        assert not alive(pids['child']), 'a process the notebook started survived'
+    assert 'timeout: hang.ipynb' in run.stdout
 
 
-def test_jobs_in_parallel_but_never_beside_a_timing_notebook(tmp_path):
-    copy(tmp_path, 'sleep-a', 'sleep-b', 'timed')
-    run = batch(tmp_path, '.', '--jobs', '2', '--out', 'out')
-    assert run.returncode == 0, run.stdout + run.stderr
-    times = {
-        n: json.loads((tmp_path / f'{n}.times.json').read_text())
-        for n in ('sleep-a', 'sleep-b', 'timed')
-    }
-
-    def overlap(a, b):
-        return times[a]['start'] < times[b]['end'] and times[b]['start'] < times[a]['end']
-
-    assert overlap('sleep-a', 'sleep-b'), times
-    assert not overlap('timed', 'sleep-a') and not overlap('timed', 'sleep-b'), times
-    assert all(t['cwd'] == str(tmp_path) for t in times.values())  # the notebook's folder
-    got = entries(tmp_path)
-    assert got['timed.ipynb']['ran'] == 'alone (measures time)'
-    assert got['timed.ipynb']['beside'] == []
-    assert got['sleep-a.ipynb']['beside'] == ['sleep-b.ipynb']
-    assert got['sleep-a.ipynb']['ran'].startswith('beside 1 other')
-
-
-def test_inplace_refreshes_only_successful_notebooks(tmp_path):
-    copy(tmp_path, 'ok', 'raises')
+def test_inplace_refreshes_only_notebooks_that_ran_and_did_not_change(tmp_path):
+    copy(tmp_path, 'ok', 'raises', 'selfedit')
     (tmp_path / 'ok.ipynb').chmod(0o640)
     before = (tmp_path / 'raises.ipynb').read_bytes()
     source = nbformat.read(tmp_path / 'ok.ipynb', as_version=4)
-    run = batch(
-        tmp_path,
-        'ok.ipynb',
-        'raises.ipynb',
-        '--inplace',
-        '--out',
-        'out',
-        jupyter_path=str(VENV_JUPYTER),
-    )
+    run = batch(tmp_path, '.', '--inplace', '--jobs', '3', '--out', 'out', '--no-report')
     assert run.returncode == 1, run.stdout + run.stderr
     assert (tmp_path / 'raises.ipynb').read_bytes() == before  # untouched, byte for byte
-    got = entries(tmp_path)
+    got = entries(tmp_path / 'out')
+    assert got['ok.ipynb']['status'] == 'ok'  # the error its cell `teach-error` teaches is fine
     assert got['ok.ipynb']['refreshed'] is True and got['raises.ipynb']['refreshed'] is False
+    edited = got['selfedit.ipynb']  # it appends to its own file while it runs
+    assert edited['status'] == 'ok' and edited['refreshed'] is False
+    assert edited['note'] == 'not refreshed: the notebook changed while it ran'
+    assert 'not refreshed: the notebook changed while it ran' in run.stdout
     text = (tmp_path / 'ok.ipynb').read_text(encoding='utf-8')
     nb = nbformat.reads(text, as_version=4)
     nbformat.validate(nb)
     assert 'papermill' not in text and '"execution"' not in text
     assert 'injected-parameters' not in text and 'results_path = "' not in text
     assert nb.metadata == source.metadata  # kernelspec and the rest kept
-    assert [c.id for c in nb.cells] == [c.id for c in source.cells]
+    assert [c.id for c in nb.cells] == [c.id for c in source.cells]  # no error banner either
     assert [c.get('metadata') for c in nb.cells] == [c.get('metadata') for c in source.cells]
     counts = [c.execution_count for c in nb.cells if c.cell_type == 'code']
     assert counts == list(range(1, len(counts) + 1))
@@ -182,28 +155,48 @@ def test_inplace_refreshes_only_successful_notebooks(tmp_path):
     assert not list(tmp_path.glob('.*.tmp'))
 
 
-def test_inplace_leaves_a_notebook_edited_during_the_run(tmp_path, monkeypatch, capsys):
-    copy(tmp_path, 'timed')
-    monkeypatch.chdir(tmp_path)
-    path = tmp_path / 'timed.ipynb'
-    jobs = plan([path], {}, {}, tmp_path / 'out', inplace=True)
-    path.write_text(
-        path.read_text(encoding='utf-8').replace('seconds = 1', 'seconds = 0'), encoding='utf-8'
-    )  # someone edits it meanwhile
-    edited = path.read_bytes()
-    [entry] = run_batch(jobs, jobs_at_once=1, timeout=120, out=tmp_path / 'out', inplace=True)
-    assert entry['status'] == 'ok' and entry['refreshed'] is False
-    assert (
-        'changed while it ran' in entry['note']
-        and 'changed while it ran' in capsys.readouterr().out
-    )
-    assert path.read_bytes() == edited
+def test_two_batches_sharing_out_leave_each_other_alone(tmp_path):
+    """The same notebook in two batches at once (each waits for the other), one --out."""
+    copy(tmp_path, 'meet')
+    procs = [
+        subprocess.Popen(
+            command(
+                'meet.ipynb',
+                '-p',
+                'me',
+                me,
+                '-p',
+                'partner',
+                partner,
+                '--out',
+                'out',
+                '--no-report',
+            ),
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for me, partner in (('x', 'y'), ('y', 'x'))
+    ]
+    outputs = [p.communicate(timeout=240)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    assert all('1/1 ok' in out for out in outputs)
+    assert entries(tmp_path / 'out')['meet.ipynb']['status'] == 'ok'
+    nbformat.validate(nbformat.read(tmp_path / 'out' / 'meet.ipynb', as_version=4))
+    assert survivors(tmp_path) == []
 
 
-def test_inplace_refuses_parameters(tmp_path):
-    copy(tmp_path, 'ok')
-    run = batch(tmp_path, 'ok.ipynb', '--inplace', '-p', 'scale', '3')
-    assert run.returncode == 2 and '--inplace' in run.stderr
+# --- the command line, without running anything -------------------------------------------------
+
+
+def usage(capsys, *args: str) -> tuple[int, str]:
+    """``main(args)``: its exit status and what it wrote to stderr."""
+    try:
+        code = cli.main(list(args))
+    except SystemExit as exit:  # argparse
+        code = exit.code
+    return code, capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -212,38 +205,99 @@ def test_inplace_refuses_parameters(tmp_path):
         (['-p', 'sizez', '[1]'], 'no notebook of this run declares the parameter(s) `sizez`'),
         (['-p', 'sizes', '[1,'], "-p sizes: cannot read '[1,' as YAML"),
         (['-p', 'results_path', 'x'], 'results_path is set by the runner'),
+        (['-p', 'sizes', '.nan'], 'is not a plain value'),
         (['-f', 'missing.yaml'], 'cannot read parameter file missing.yaml'),
-        (['--jobs', '0'], '--jobs must be >= 1'),
+        (['--jobs', '0'], 'argument --jobs: must be a whole number >= 1'),
+        (['--timeout', 'nan'], 'argument --timeout: must be a finite number of seconds greater'),
+        (['--timeout', 'inf'], "greater than 0, got 'inf'"),
+        (['--timeout', '0'], "greater than 0, got '0'"),
+        (['--timeout', '-1'], "greater than 0, got '-1'"),
+        (['--timeout', 'soon'], "greater than 0, got 'soon'"),
+        (['--inplace', '-p', 'scale', '3'], '--inplace refreshes the stored outputs'),
         (['nothing.ipynb'], 'not a notebook or a folder: nothing.ipynb'),
     ],
 )
-def test_bad_command_line_runs_nothing(tmp_path, args, message):
+def test_bad_command_line_runs_nothing(tmp_path, monkeypatch, capsys, args, message):
     copy(tmp_path, 'ok')
+    monkeypatch.chdir(tmp_path)
     paths = [] if any(a.endswith('.ipynb') for a in args) else ['ok.ipynb']
-    run = batch(tmp_path, *paths, *args, '--out', 'out')
-    assert run.returncode == 2, run.stdout + run.stderr
-    assert message in run.stderr
+    code, err = usage(capsys, *paths, *args, '--out', 'out')
+    assert code == 2 and message in err, err
     assert not (tmp_path / 'out').exists()
 
 
-def test_parameter_file_for_one_notebook_must_be_declared(tmp_path):
-    copy(tmp_path, 'ok', 'sleep-a')
-    (tmp_path / 'p.yaml').write_text('notebooks:\n  ok.ipynb: {seconds: 1}\n')
-    run = batch(tmp_path, '.', '-f', 'p.yaml', '--out', 'out')
-    assert run.returncode == 2
-    assert 'ok.ipynb does not declare a parameter `seconds`' in run.stderr
-    (tmp_path / 'p.yaml').write_text('- a list\n')
-    run = batch(tmp_path, '.', '-f', 'p.yaml', '--out', 'out')
-    assert run.returncode == 2 and 'must hold a mapping' in run.stderr
+def test_parameter_file(tmp_path, monkeypatch):
+    for folder in ('a', 'b'):
+        copy(tmp_path / folder, 'ok')
+    copy(tmp_path, 'meet')
+    monkeypatch.chdir(tmp_path)
+    notebooks = collect(['a', 'b', 'meet.ipynb'])
+
+    def jobs(yaml_text: str) -> dict[str, dict]:
+        (tmp_path / 'p.yaml').write_text(yaml_text)
+        common, per_nb = read_parameters([], 'p.yaml')
+        return {j.name: j.parameters for j in plan(notebooks, common, per_nb)}
+
+    assert jobs('scale: 3\nnotebooks:\n  a/ok.ipynb: {sizes: [4]}\n  meet: {wait_s: 1}\n') == {
+        'a/ok.ipynb': {'scale': 3, 'sizes': [4]},
+        'b/ok.ipynb': {'scale': 3},
+        'meet.ipynb': {'wait_s': 1},
+    }
+    assert jobs('notebooks:\n  b/ok: {scale: 5}\n')['b/ok.ipynb'] == {'scale': 5}
+    for text, message in [
+        ('notebooks:\n  ok: {scale: 1}\n', '`ok` in the parameter file is ambiguous: it names'),
+        ('notebooks:\n  a/ok: {scale: 1}\n  a/ok.ipynb: {scale: 2}\n', 'names a/ok.ipynb more'),
+        ('notebooks:\n  meet: {seconds: 1}\n', 'meet.ipynb does not declare a parameter `seconds`'),
+        ('notebooks:\n  other: {scale: 1}\n', 'names a notebook that is not in this run: other'),
+        ('notebooks: [1]\n', '`notebooks:` in the parameter file must map notebooks'),
+        ('- a list\n', 'must hold a mapping'),
+    ]:
+        with pytest.raises(UsageError) as err:
+            jobs(text)
+        assert message in str(err.value)
 
 
-# --- the notebook helpers ---------------------------------------------------------------------
+def test_output_names_never_collide(tmp_path, monkeypatch):
+    (tmp_path / 'sub').mkdir()
+    monkeypatch.chdir(tmp_path / 'sub')
+    paths = [
+        tmp_path / 'sub' / 'x' / 'ok.ipynb',
+        tmp_path / 'sub' / 'x__ok.ipynb',
+        tmp_path / 'sub' / 'X' / 'OK.ipynb',  # the same file on a case-insensitive system
+        tmp_path / 'elsewhere' / 'ok.ipynb',
+        tmp_path / 'sub' / '_outside' / str(tmp_path).lstrip('/') / 'elsewhere' / 'ok.ipynb',
+    ]
+    got = slots(paths)
+    assert got[:4] == [
+        'x/ok',
+        'x__ok',
+        'X/OK~2',
+        f'_outside/{str(tmp_path).lstrip("/")}/elsewhere/ok',
+    ]
+    assert got[4] == got[3] + '~2'
+    assert len({s.casefold() for s in got}) == len(got)
+
+
+# --- the notebook helpers ------------------------------------------------------------------------
 
 
 def test_notebook_helpers():
     nb = nbformat.read(NB / 'ok.ipynb', as_version=4)
     assert declared_parameters(nb) == {'sizes': [1, 2, 3], 'scale': 2, 'results_path': None}
+    assert unreadable_parameters(nb) == []
     assert canonical(nb) == nb  # the test notebooks are canonical
+    odd = nbformat.from_dict(json.loads(json.dumps(nb)))
+    odd.cells[1].source = 'n = 2  # at least 2 (n >= 2)\nname = "x"\nk = 2 ** 3'
+    assert declared_parameters(odd) == {'name': 'x', 'k': '2 ** 3'}  # as papermill reads it
+    assert unreadable_parameters(odd) == ['n']
+
+    old = nbformat.v4.new_code_cell('# NBVAL_RAISES_EXCEPTION\n1 / 0')
+    tagged = nbformat.v4.new_code_cell('1 / 0', metadata={'tags': ['raises-exception']})
+    plain = nbformat.v4.new_code_cell('1 / 0')
+    assert [allows_error(c) for c in (old, tagged, plain)] == [True, True, False]
+    converted = for_papermill(nbformat.v4.new_notebook(cells=[old, plain]))
+    assert [c.metadata.get('tags') for c in converted.cells] == [['raises-exception'], None]
+
     executed = nbformat.from_dict(json.loads(json.dumps(nb)))
     executed.metadata['papermill'] = {'duration': 1.0}
     executed.metadata['language_info'] = {'name': 'python', 'version': '3.11.2'}
@@ -254,157 +308,20 @@ def test_notebook_helpers():
         cell.execution_count = i + 7
         cell.metadata['papermill'] = {'duration': 0.1}
         cell.metadata['execution'] = {'iopub.status.busy': 'now'}
-    executed.cells[5].outputs = [
-        nbformat.v4.new_output(
-            'error', ename='ZeroDivisionError', evalue='division by zero', traceback=[]
-        )
-    ]
-    assert first_error(executed) is None  # cell 4 teaches that error
-    executed.cells[4].outputs = [
-        nbformat.v4.new_output(
-            'error', ename='ValueError', evalue='\x1b[31mline one\nline two', traceback=[]
-        )
-    ]
-    assert first_error(executed) == {
-        'cell': 3,
-        'cell_id': 'compute',
-        'execution_count': 10,
-        'ename': 'ValueError',
-        'evalue': 'line one',
-    }
     fresh = refreshed(nb, executed)
     assert fresh.metadata == nb.metadata and len(fresh.cells) == len(nb.cells)
     assert [c.execution_count for c in fresh.cells if c.cell_type == 'code'] == [1, 2, 3, 4, 5]
     assert all('papermill' not in c.metadata and 'execution' not in c.metadata for c in fresh.cells)
     assert canonical(fresh) == fresh
+    executed.cells[3].source = 'changed'
+    with pytest.raises(ValueError, match='does not have the cells'):
+        refreshed(nb, executed)
 
 
-# --- the report -------------------------------------------------------------------------------
-
-FAKE_RESULTS = {
-    'exercises/01-cpu-vs-gpu-matmul.ipynb': {
-        'sizes': [64, 256, 1024],
-        'devices': ['/CPU:0', 'numpy'],
-        'median_s': {
-            '/CPU:0': {'64': 2e-5, '256': 3e-4, '1024': 0.011},
-            'numpy': {'64': 1e-5, '256': 2.5e-4, '1024': 0.012},
-        },
-        'gflops': {
-            '/CPU:0': {'64': 26.2, '256': 111.8, '1024': 195.2},
-            'numpy': {'64': 52.4, '256': 134.2, '1024': 179.0},
-        },
-        'crossover_n': 1024,
-    },
-    'exercises/03-log-on-device.ipynb': {
-        'median_s': {
-            'no_logging': 0.021,
-            'host_every_step': 0.396,
-            'device_once': 0.239,
-            'tf_function': 0.027,
-        },
-        'slowdown_vs_no_logging': {
-            'no_logging': 1.0,
-            'host_every_step': 18.9,
-            'device_once': 11.4,
-            'tf_function': 1.29,
-        },
-    },
-    'exercises/04-two-gpu-matmul.ipynb': {
-        'median_s': {'sequential': 0.52, 'concurrent': 0.28},
-        'speedup': 1.86,
-        'ideal': 2.0,
-    },
-    'notebooks/choose-a-gpu.ipynb': {
-        'bandwidth_gbs': {'/CPU:0': 12.1},
-        'gflops': {'/CPU:0': {'256': 110.0, '1024': 190.0, '2048': 205.0}},
-        'dtype_gflops': {'/CPU:0': {'float32': 190.0, 'float16': 12.0, 'bfloat16': 45.0}},
-    },
-    'notebooks/data-parallel.ipynb': {
-        'losses': {
-            'single': [2.3, 1.2, 0.8, 0.6],
-            'mirrored_fit': [2.3, 1.2, 0.8, 0.6],
-            'custom_loop': [2.3, 1.21, 0.81, 0.6],
-        },
-        'max_abs_weight_diff': {'mirrored_fit': 1e-7, 'custom_loop': 3e-7},
-        'workers_equal': True,
-        'step_time_s': {'1': 0.012, '2': 0.009},
-    },
-    'exercises/05-other.ipynb': {'answer': 42, 'nested': {'ratio': 1.5}},
-}
-
-
-def test_report_from_a_fake_summary(tmp_path):
-    notebooks = [
-        {
-            'notebook': name,
-            'status': 'ok',
-            'seconds': 12.3,
-            'error': None,
-            'parameters': {},
-            'results': results,
-            'measures_time': True,
-            'ran': 'alone (measures time)',
-            'beside': [],
-        }
-        for name, results in FAKE_RESULTS.items()
-    ]
-    notebooks.append(
-        {
-            'notebook': 'exercises/02-broken.ipynb',
-            'status': 'failed',
-            'seconds': 3.0,
-            'error': {
-                'cell': 3,
-                'ename': 'ValueError',
-                'evalue': 'tham số `sizes` chỉ nhận số nguyên dương | x',
-            },
-            'parameters': {'sizes': [-1]},
-            'results': None,
-            'measures_time': False,
-            'ran': 'beside 1 other(s) (--jobs 2)',
-            'beside': ['a.ipynb'],
-        }
-    )
-    summary = {
-        'wall_seconds': 80.5,
-        'jobs': 2,
-        'inplace': False,
-        'notebooks': notebooks,
-        'load_average': {'start': 0.1, 'end': 1.9},
-        'machine': {'platform': 'Linux', 'python': '3.11', 'cores': 2},
-    }
-    env = {
-        'tensorflow': '2.21.0',
-        'keras': '3.15.1',
-        'numpy': '2.4.6',
-        'built_with_cuda': False,
-        'cuda': None,
-        'cudnn': None,
-        'physical': ['/CPU:0'],
-        'logical': ['/CPU:0'],
-        'gpus': [],
-    }
-    path = write_report(summary, tmp_path, env=env)
-    text = path.read_text(encoding='utf-8')
-    pngs = sorted(p.name for p in tmp_path.glob('*.png'))
-    assert len(pngs) == 5
-    for png in pngs:
-        assert f']({png})' in text
-        assert (tmp_path / png).read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
-    assert 'TensorFlow 2.21.0' in text and 'không có GPU' in text
-    assert '| exercises/02-broken.ipynb | failed | 3.0 s |' in text
-    assert 'tham số `sizes` chỉ nhận số nguyên dương \\| x' in text
-    assert 'một mình (đo thời gian)' in text and 'cùng lúc với a.ipynb (`--jobs 2`)' in text
-    assert 'tăng tốc (speedup): 1.86x (lý tưởng 2x)' in text
-    assert 'answer: 42' in text and 'nested.ratio: 1.5' in text
-
-
-def test_relative_out_with_a_notebook_in_a_subfolder(tmp_path):
-    """The worker runs in the notebook's folder: a relative --out must still land under the cwd."""
-    (tmp_path / 'sub').mkdir()
-    shutil.copy(NB / 'ok.ipynb', tmp_path / 'sub' / 'ok.ipynb')
-    run = batch(tmp_path, 'sub', '--out', 'build/x')
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert entries(tmp_path, 'build/x')['sub/ok.ipynb']['status'] == 'ok'
-    assert (tmp_path / 'build' / 'x' / 'sub' / 'ok.ipynb').exists()
-    assert not (tmp_path / 'sub' / 'build').exists()
+def test_no_code_walks_proc_or_patches_papermill():
+    package = Path(__file__).resolve().parent.parent / 'd2lhelpers'
+    for path in [*package.glob('batch/*.py'), package / 'notebook.py']:
+        text = path.read_text(encoding='utf-8')
+        assert "'/proc" not in text and '"/proc' not in text, path
+        for internal in ('NotebookExecutionManager', 'raise_for_execution_errors', 'sys.path'):
+            assert internal not in text, (path, internal)

@@ -264,7 +264,7 @@ def test_stored_form_is_canonical(path):
 def test_notebooks_named_by_helper_docstrings_exist():
     named = {
         m
-        for module in ('devices', 'timing', 'params')
+        for module in ('devices', 'timing', 'results', 'checks', 'datasheets')
         for m in re.findall(
             r'(?:notebooks|exercises)/[\w.-]+\.ipynb',
             (ROOT / 'd2lhelpers' / f'{module}.py').read_text(encoding='utf-8'),

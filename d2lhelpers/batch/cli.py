@@ -1,0 +1,261 @@
+"""Run notebooks in batch with papermill and write a summary and a report.
+
+    python -m d2lhelpers.batch [NOTEBOOK_OR_DIR ...] [-p NAME VALUE ...] [-f params.yaml]
+                               [--jobs N] [--out DIR] [--timeout SECONDS] [--inplace]
+                               [--no-report]
+
+With no paths it runs ``notebooks/`` and ``exercises/``. Each notebook runs in its own process
+(papermill, with the notebook's folder as working directory, as under nbval, and the kernel of
+``d2lhelpers.kernel``), ``--jobs`` at a time; a notebook whose metadata says it measures time
+(``metadata.d2l.measures_time``) always runs alone. A notebook that fails or passes ``--timeout``
+(its kernel and every process it started are killed, even one stuck in native code) does not
+stop the others. A cell tagged ``raises-exception`` teaches an error: its error is no failure.
+
+``-p NAME VALUE`` (VALUE read as YAML: ``-p sizes "[64, 128]"``) goes to every notebook that
+declares NAME in its ``parameters`` cell; a NAME that no notebook of the run declares is an
+error. ``-f FILE`` is YAML: top-level ``NAME: VALUE`` pairs (like ``-p``), and
+``notebooks: {PATH_OR_STEM: {NAME: VALUE}}`` for one notebook (a stem that two notebooks of the
+run share is refused as ambiguous: use their paths). A notebook that declares ``results_path``
+is given a file there; the JSON it saves becomes the ``results`` of its summary entry.
+
+``--inplace`` is the refresh command for the committed notebooks: each is rewritten (its
+committed cells with the new outputs, see ``d2lhelpers.notebook.refreshed``) only after a
+successful run, atomically; a failed run leaves it byte for byte untouched, and so does a
+notebook edited while it ran. Parameters are refused with ``--inplace``: stored outputs come
+from the defaults (so ``results_path`` is not given either).
+
+Ctrl-C (SIGINT) or SIGTERM stops the batch: the running notebooks and everything they started
+are killed, and the summary says which were ``interrupted`` and which were ``not run``; a second
+Ctrl-C changes nothing (the summary is still written). Exit status: 0 if every notebook ended
+``ok``, 1 if one did not (or the runner itself failed: a traceback, the summary is written
+first), 2 for a bad command line (nothing is run), 130 after SIGINT, 143 after SIGTERM.
+
+Writes ``OUT/summary.json`` (in every ending), the executed notebooks under ``OUT/`` (their
+paths kept, folders included), one log per notebook under ``OUT/logs/``, and, after a batch
+that was not stopped, ``OUT/report.md`` and ``OUT/report.html`` with their figures under
+``OUT/figures/`` (see ``d2lhelpers.batch.report``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shlex
+import signal
+import sys
+import threading
+import time
+import traceback
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..kernel import available_cores
+from .plan import UsageError, collect, plan, read_parameters
+from .run import Batch
+from .summary import environment, load_average, machine, make_summary, write_summary
+
+__all__ = ['main']
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(
+            f'must be a finite number of seconds greater than 0, got {text!r}'
+        )
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'must be a whole number >= 1, got {text!r}')
+    return value
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    doc = __doc__ or ''
+    ap = argparse.ArgumentParser(
+        prog='python -m d2lhelpers.batch',
+        description=doc.split('\n\n')[0],
+        epilog='\n\n'.join(doc.split('\n\n')[2:]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument('paths', nargs='*', metavar='NOTEBOOK_OR_DIR')
+    ap.add_argument(
+        '-p',
+        '--parameter',
+        nargs=2,
+        action='append',
+        default=[],
+        metavar=('NAME', 'VALUE'),
+        help='a parameter (VALUE is YAML) for every notebook that declares NAME',
+    )
+    ap.add_argument('-f', '--parameters-file', metavar='FILE', help='YAML file of parameters')
+    ap.add_argument(
+        '--jobs',
+        type=_count,
+        default=available_cores(),
+        help='notebooks at a time (default: the number of cores)',
+    )
+    ap.add_argument('--out', default='build', help='output folder (default: build)')
+    ap.add_argument(
+        '--timeout',
+        type=_seconds,
+        default=1800.0,
+        help='seconds per notebook before its kernel is killed (default: 1800)',
+    )
+    ap.add_argument(
+        '--inplace',
+        action='store_true',
+        help='rewrite the committed notebooks after a successful run',
+    )
+    ap.add_argument('--no-report', action='store_true', help='write summary.json only')
+    return ap.parse_args(argv)
+
+
+class _Signals:
+    """SIGINT and SIGTERM, from ``with`` until its end: the first one stops the batch.
+
+    While the batch runs the handler only asks it to stop (the main loop then kills and
+    summarises, and nothing can interrupt that); a second signal is ignored. With
+    ``raising = True`` (while the report is written) the first one raises KeyboardInterrupt.
+    Handlers can only be set in the main thread; elsewhere this does nothing.
+    """
+
+    def __init__(self, batch: Batch) -> None:
+        self.batch = batch
+        self.received: int | None = None
+        self.raising = False
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        if self.received is not None:
+            os.write(2, f'\n{name}: already stopping\n'.encode())
+            return
+        self.received = signum
+        self.batch.request_stop(name)
+        if self.raising:
+            raise KeyboardInterrupt(name)
+        os.write(2, f'\n{name}: stopping; killing the running notebooks\n'.encode())
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    try:
+        common, per_nb = read_parameters(args.parameter, args.parameters_file)
+        if args.inplace and (common or per_nb):
+            raise UsageError(
+                '--inplace refreshes the stored outputs, which come from the default '
+                'parameters: drop -p/-f'
+            )
+        jobs = plan(collect(args.paths), common, per_nb, inplace=args.inplace)
+    except UsageError as err:
+        print(f'error: {err}', file=sys.stderr)
+        return 2
+    out = Path(args.out).resolve()
+    batch = Batch(jobs, out=out, jobs_at_once=args.jobs, timeout=args.timeout, inplace=args.inplace)
+    run_info: dict[str, Any] = {
+        'command': 'python -m d2lhelpers.batch '
+        + shlex.join(argv if argv is not None else sys.argv[1:]),
+        'jobs': args.jobs,
+        'timeout': args.timeout,
+        'inplace': args.inplace,
+        'started': datetime.now().astimezone().isoformat(timespec='seconds'),
+    }
+    load_start = load_average()
+    started = time.perf_counter()
+    crash: BaseException | None = None
+    with _Signals(batch) as signals:
+        try:
+            batch.run()
+        except BaseException as err:
+            crash = err
+            raise
+        finally:
+            ending = batch.stop_reason or (
+                'finished'
+                if crash is None
+                else 'SIGINT'
+                if isinstance(crash, KeyboardInterrupt)
+                else 'runner error'
+            )
+            summary = make_summary(
+                batch.entries(),
+                **run_info,
+                ending=ending,
+                runner_error=None
+                if crash is None or isinstance(crash, KeyboardInterrupt)
+                else ''.join(traceback.format_exception(crash)),
+                wall_seconds=round(time.perf_counter() - started, 2),
+                load_average={'start': load_start, 'end': load_average()},
+                machine=machine(),
+            )
+            summary_path = write_summary(summary, out)
+            if ending != 'finished':
+                counts = ', '.join(f'{n} {s}' for s, n in summary['counts'].items())
+                print(
+                    f'stopped ({ending}): {counts}; every notebook process was killed; '
+                    f'summary: {_display(summary_path)}',
+                    file=sys.stderr,
+                    flush=True,
+                )
+        if signals.received is not None:
+            return 128 + signals.received
+        if not args.no_report:
+            signals.raising = True
+            try:
+                _report(summary, out)
+            except KeyboardInterrupt:
+                print('report not written (interrupted)', file=sys.stderr)
+                return 128 + (signals.received or signal.SIGINT)
+    entries = summary['notebooks']
+    bad = [e for e in entries if e['status'] != 'ok']
+    print(
+        f'{len(entries) - len(bad)}/{len(entries)} ok in {summary["wall_seconds"]:.1f} s; '
+        f'summary: {_display(summary_path)}'
+    )
+    for e in bad:
+        err = e['error'] or {}
+        cell = f' (cell {err["cell"]})' if err.get('cell') is not None else ''
+        print(f'  {e["status"]}: {e["notebook"]}{cell}: {err.get("ename")}: {err.get("evalue")}')
+    return 1 if bad else 0
+
+
+def _report(summary: dict[str, Any], out: Path) -> None:
+    """Write the report (and the environment into the summary, if no notebook gave it)."""
+    from .report import write_report
+
+    t = time.perf_counter()
+    if not summary.get('environment'):
+        summary['environment'] = environment()
+    md, html = write_report(summary, out)
+    summary['report_seconds'] = round(time.perf_counter() - t, 2)
+    write_summary(summary, out)
+    print(f'report: {_display(md)}, {_display(html)} ({summary["report_seconds"]:.1f} s)')

@@ -1,0 +1,248 @@
+"""Which notebooks a batch runs, with which parameters, and where each one's files go.
+
+- ``collect(paths)``: the notebooks named on the command line (files or folders);
+- ``read_parameters(pairs, file)``: the ``-p NAME VALUE`` pairs and the ``-f FILE`` mapping;
+- ``plan(notebooks, common, per_notebook, inplace)``: one ``Job`` per notebook.
+
+Every problem found here is a ``UsageError`` (exit status 2, nothing is run).
+
+Output names: a notebook's files under ``--out`` keep its path relative to the current folder,
+folders included (``sub/ok.ipynb`` gives ``OUT/sub/ok.ipynb`` and ``OUT/logs/sub/ok.log``); a
+notebook outside the current folder goes under ``OUT/_outside/`` with its absolute path. Two
+notebooks whose names would still meet (on a case-insensitive file system too) get ``~2``,
+``~3`` ... in the order of the command line. Nothing is flattened, so ``sub/ok.ipynb`` and
+``sub__ok.ipynb`` never share a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import nbformat
+import yaml
+
+from ..notebook import declared_parameters, measures_time, one_line, unreadable_parameters
+
+__all__ = ['DEFAULT_DIRS', 'Job', 'UsageError', 'collect', 'read_parameters', 'plan', 'slots']
+
+DEFAULT_DIRS = ('notebooks', 'exercises')
+
+
+class UsageError(Exception):
+    """A bad command line or parameter file (exit status 2, before anything runs)."""
+
+
+@dataclass
+class Job:
+    """One notebook to run."""
+
+    source: Path  # the notebook as committed (absolute)
+    name: str  # its path relative to the current folder (else absolute): messages, summary
+    slot: str  # unique relative POSIX path without `.ipynb`: its files under --out
+    parameters: dict[str, Any] = field(default_factory=dict)
+    measures_time: bool = False  # run alone, never beside another notebook
+    wants_results: bool = False  # declares `results_path`: the runner gives it one
+    digest: str = ''  # sha256 of the source when planned (--inplace: edited meanwhile?)
+
+
+def display_name(path: Path) -> str:
+    """``path`` relative to the current folder, or absolute when it is not below it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path.resolve())
+
+
+def collect(paths: list[str]) -> list[Path]:
+    """The notebooks named by ``paths`` (files or folders), in order, without duplicates.
+
+    With no paths: ``notebooks/`` and ``exercises/`` (a missing one of them is skipped).
+    """
+    found: list[Path] = []
+    for p in paths or list(DEFAULT_DIRS):
+        path = Path(p)
+        if path.is_dir():
+            items = sorted(
+                q
+                for q in path.rglob('*.ipynb')
+                if '.ipynb_checkpoints' not in q.parts and not q.name.startswith('.')
+            )
+        elif path.is_file() and path.suffix == '.ipynb':
+            items = [path]
+        elif not paths and not path.exists():
+            continue
+        else:
+            raise UsageError(f'not a notebook or a folder: {p}')
+        found += [q.resolve() for q in items if q.resolve() not in found]
+    if not found:
+        raise UsageError(f'no notebooks found in {", ".join(paths or DEFAULT_DIRS)}')
+    return found
+
+
+def slots(notebooks: list[Path]) -> list[str]:
+    """A collision-free relative name (no ``.ipynb``) for each notebook (see the module's doc)."""
+    cwd = Path.cwd().resolve()
+    taken: set[str] = set()
+    result = []
+    for path in notebooks:
+        path = path.resolve()
+        try:
+            rel = PurePosixPath(path.relative_to(cwd).as_posix())
+        except ValueError:
+            rel = PurePosixPath('_outside', *path.parts[1:])
+        base = str(rel.with_suffix(''))
+        slot, n = base, 1
+        while slot.casefold() in taken:
+            n += 1
+            slot = f'{base}~{n}'
+        taken.add(slot.casefold())
+        result.append(slot)
+    return result
+
+
+def read_parameters(
+    pairs: list[tuple[str, str]], file: str | None
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """``(common, per_notebook)`` from ``-p NAME VALUE`` pairs (VALUE is YAML) and ``-f FILE``.
+
+    The file is YAML: top-level ``NAME: VALUE`` pairs (like ``-p``; ``-p`` wins) and
+    ``notebooks: {PATH_OR_STEM: {NAME: VALUE}}``.
+    """
+    common: dict[str, Any] = {}
+    per_nb: dict[str, dict[str, Any]] = {}
+    if file:
+        try:
+            data = yaml.safe_load(Path(file).read_text(encoding='utf-8')) or {}
+        except (OSError, yaml.YAMLError) as err:
+            raise UsageError(f'cannot read parameter file {file}: {one_line(err)}') from err
+        if not isinstance(data, dict):
+            raise UsageError(
+                f'parameter file {file} must hold a mapping '
+                '(NAME: VALUE, and notebooks: {NOTEBOOK: {NAME: VALUE}})'
+            )
+        per_nb = data.pop('notebooks', None) or {}
+        if not isinstance(per_nb, dict) or not all(isinstance(v, dict) for v in per_nb.values()):
+            raise UsageError(
+                '`notebooks:` in the parameter file must map notebooks to mappings of NAME: VALUE'
+            )
+        common.update(data)
+    for name, value in pairs:
+        if not name.isidentifier():
+            raise UsageError(f'-p {name}: not a parameter name')
+        try:
+            common[name] = yaml.safe_load(value)
+        except yaml.YAMLError as err:
+            raise UsageError(
+                f'-p {name}: cannot read {value!r} as YAML '
+                f'({one_line(err)}); quote it, e.g. -p {name} "[64, 128]"'
+            ) from err
+    for where, params in [('', common), *((f' (for {k})', v) for k, v in per_nb.items())]:
+        for name, value in params.items():
+            if name == 'results_path':
+                raise UsageError('results_path is set by the runner; do not pass it')
+            try:
+                json.dumps(value, allow_nan=False)
+            except (TypeError, ValueError):
+                raise UsageError(
+                    f'parameter `{name}`{where}: {value!r} is not a plain value '
+                    '(number, string, list, mapping)'
+                ) from None
+    return common, per_nb
+
+
+def _named(key: str, jobs: list[Job]) -> list[Job]:
+    """The jobs a key of ``-f``'s ``notebooks:`` names: by path (as shown, with or without
+    ``.ipynb``, or absolute), else by file name or stem."""
+    by_path = [
+        j
+        for j in jobs
+        if key in (j.name, j.name.removesuffix('.ipynb'), str(j.source))
+        or Path(key).resolve() in (j.source, j.source.with_suffix(''))
+    ]
+    return by_path or [j for j in jobs if key in (j.source.name, j.source.stem)]
+
+
+def plan(
+    notebooks: list[Path],
+    common: dict[str, Any] | None = None,
+    per_notebook: dict[str, dict[str, Any]] | None = None,
+    inplace: bool = False,
+) -> list[Job]:
+    """One ``Job`` per notebook, with its parameters.
+
+    A ``common`` parameter goes to every notebook that declares it; one that no notebook
+    declares is an error. A key of ``per_notebook`` must name exactly one notebook of the run
+    (see ``_named``: a stem that two notebooks share is ambiguous, name them by path), and each
+    notebook at most once; its parameters must all be declared by that notebook.
+    """
+    common, per_notebook = dict(common or {}), dict(per_notebook or {})
+    jobs, declared, unreadable = [], {}, {}
+    for path, slot in zip(notebooks, slots(notebooks), strict=True):
+        name = display_name(path)
+        try:
+            raw = path.read_bytes()
+            nb = nbformat.reads(raw.decode('utf-8'), as_version=4)
+            declared[name] = declared_parameters(nb)
+        except Exception as err:  # noqa: BLE001 - any unreadable notebook is a usage error
+            raise UsageError(f'cannot read {name}: {one_line(err)}') from err
+        unreadable[name] = unreadable_parameters(nb)
+        jobs.append(
+            Job(
+                source=path,
+                name=name,
+                slot=slot,
+                parameters={k: v for k, v in common.items() if k in declared[name]},
+                measures_time=measures_time(nb),
+                wants_results='results_path' in declared[name] and not inplace,
+                digest=hashlib.sha256(raw).hexdigest(),
+            )
+        )
+    used = {k for j in jobs for k in j.parameters}
+    keys_of: dict[str, list[str]] = {}
+    for key in per_notebook:
+        named = _named(key, jobs)
+        if not named:
+            raise UsageError(f'the parameter file names a notebook that is not in this run: {key}')
+        if len(named) > 1:
+            raise UsageError(
+                f'`{key}` in the parameter file is ambiguous: it names '
+                f'{", ".join(j.name for j in named)}; name each notebook by its path'
+            )
+        keys_of.setdefault(named[0].name, []).append(key)
+    for job in jobs:
+        keys = keys_of.get(job.name, [])
+        if len(keys) > 1:
+            raise UsageError(
+                f'the parameter file names {job.name} more than once: {", ".join(sorted(keys))}'
+            )
+        for key in keys:
+            for k, v in per_notebook[key].items():
+                if k not in declared[job.name]:
+                    hint = (
+                        ' (papermill cannot read its line: a comment with "=" on it?)'
+                        if k in unreadable[job.name]
+                        else ''
+                    )
+                    raise UsageError(
+                        f'{job.name} does not declare a parameter `{k}`{hint} '
+                        f'(it declares: {", ".join(declared[job.name]) or "none"})'
+                    )
+                job.parameters[k] = v
+    unknown = sorted(set(common) - used)
+    if unknown:
+        missed = [j.name for j in jobs if set(unknown) & set(unreadable[j.name])]
+        hint = (
+            f' ({", ".join(missed)} assign(s) it on a line papermill cannot read: '
+            'a comment with "=" on it?)'
+            if missed
+            else ''
+        )
+        raise UsageError(
+            f'no notebook of this run declares the parameter(s) '
+            f'{", ".join(f"`{u}`" for u in unknown)}{hint}'
+        )
+    return jobs

@@ -1,0 +1,323 @@
+"""The batch report: ``OUT/report.md`` and ``OUT/report.html`` (TensorFlow- and matplotlib-free).
+
+It knows no notebook. For each notebook it shows the structured fields of its entry in
+``summary.json`` (status, time, how it ran, parameters, error, and its ``results`` as
+``key: value`` lines, whatever the keys), and what the notebook itself marked for the report
+with cell tags, taken from the executed notebook (the entry's ``output``):
+
+- ``report-figure``: each PNG output of such a cell is a figure, written to
+  ``OUT/figures/<notebook path without .ipynb>/figure-<k>.png``;
+- ``report-headline``: the text such a cell printed (stdout, and ``text/plain`` results) is the
+  notebook's headline figures.
+
+A notebook may tag several cells; a new notebook needs nothing here. Both files link the same
+PNG files by relative paths (not inlined): open ``report.html`` in a browser or ``report.md`` in a
+Markdown viewer from the ``OUT`` folder, and keep ``figures/`` next to them when moving it.
+Every file is written atomically.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import quote
+
+import nbformat
+
+from ..notebook import tags
+from ..results import atomic_write
+
+__all__ = ['FIGURE_TAG', 'HEADLINE_TAG', 'Marked', 'marked_outputs', 'write_report']
+
+FIGURE_TAG = 'report-figure'
+HEADLINE_TAG = 'report-headline'
+_MAX_LINES = 60  # key: value lines per block; the rest is in summary.json
+
+
+@dataclass
+class Marked:
+    """What a notebook's tagged cells hold: headline text and PNG figures."""
+
+    headline: str = ''
+    figures: list[bytes] = field(default_factory=list)
+
+
+def marked_outputs(nb: nbformat.NotebookNode) -> Marked:
+    """The outputs of the cells tagged ``report-headline`` and ``report-figure`` in ``nb``."""
+    marked = Marked()
+    texts = []
+    for cell in nb.cells:
+        if cell.get('cell_type') != 'code':
+            continue
+        cell_tags = tags(cell)
+        for out in cell.get('outputs', []):
+            kind = out.get('output_type')
+            data = out.get('data', {})
+            if FIGURE_TAG in cell_tags and 'image/png' in data:
+                png = data['image/png']
+                marked.figures.append(
+                    base64.b64decode(''.join(png) if isinstance(png, list) else png)
+                )
+            if HEADLINE_TAG not in cell_tags:
+                continue
+            if kind == 'stream' and out.get('name') == 'stdout':
+                texts.append(''.join(out.get('text', '')))
+            elif kind in ('execute_result', 'display_data') and 'text/plain' in data:
+                if not any(k.startswith('image/') for k in data):
+                    texts.append(''.join(data['text/plain']) + '\n')
+    marked.headline = ''.join(texts).rstrip()
+    return marked
+
+
+# --- values, generically -----------------------------------------------------------------------
+
+
+def _text(value: Any, limit: int = 160) -> str:
+    if isinstance(value, float):
+        text = f'{value:.4g}'
+    elif isinstance(value, str):
+        text = value
+    elif isinstance(value, list):
+        text = '[' + ', '.join(_text(v, limit) for v in value) + ']'
+    else:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + '…'
+
+
+def _pairs(value: Any, prefix: str = '') -> list[tuple[str, str]]:
+    """``(dotted key, text)`` for every leaf of ``value`` (dicts, and lists of dicts, opened)."""
+    if isinstance(value, dict) and value:
+        return [
+            pair
+            for k, v in value.items()
+            for pair in _pairs(v, f'{prefix}.{k}' if prefix else str(k))
+        ]
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return [pair for i, v in enumerate(value) for pair in _pairs(v, f'{prefix}[{i}]')]
+    return [(prefix, _text(value))]
+
+
+def _limited(pairs: list[tuple[str, str]]) -> list[str]:
+    lines = [f'{k}: {v}' for k, v in pairs[:_MAX_LINES]]
+    if len(pairs) > _MAX_LINES:
+        lines.append(f'… {len(pairs) - _MAX_LINES} dòng nữa trong summary.json')
+    return lines
+
+
+def _how(entry: dict[str, Any]) -> str:
+    if entry.get('status') == 'not run':
+        return 'không chạy'
+    if entry.get('measures_time'):
+        return 'một mình (đo thời gian)'
+    if entry.get('beside'):
+        return 'cùng lúc với ' + ', '.join(entry['beside'])
+    return 'một mình'
+
+
+def _seconds(entry: dict[str, Any]) -> str:
+    return '–' if entry.get('seconds') is None else f'{entry["seconds"]:.1f} s'
+
+
+def _params(entry: dict[str, Any]) -> str:
+    return ', '.join(
+        f'{k}={json.dumps(v, ensure_ascii=False)}'
+        for k, v in (entry.get('parameters') or {}).items()
+    )
+
+
+def _error(entry: dict[str, Any]) -> str:
+    err = entry.get('error')
+    if not err:
+        return ''
+    where = f' (ô {err["cell"]})' if err.get('cell') is not None else ''
+    return f'{err.get("ename")}{where}: {err.get("evalue")}'
+
+
+_ENDINGS = {'finished': 'chạy hết', 'runner error': 'trình chạy bị lỗi'}
+
+
+# --- one report, two renderings ------------------------------------------------------------------
+
+
+@dataclass
+class _Section:
+    entry: dict[str, Any]
+    marked: Marked
+    figures: list[str]  # paths relative to OUT, POSIX
+
+
+def _sections(summary: dict[str, Any], out: Path) -> list[_Section]:
+    """Read each executed notebook's tagged outputs and write its figures."""
+    sections = []
+    for entry in summary.get('notebooks', []):
+        marked, figures = Marked(), []
+        if entry.get('output'):
+            try:
+                nb = nbformat.read(out / entry['output'], as_version=4)
+                marked = marked_outputs(nb)
+            except (OSError, ValueError) as err:
+                marked.headline = f'(không đọc được notebook đã chạy: {err})'
+            folder = PurePosixPath('figures') / PurePosixPath(entry['output']).with_suffix('')
+            for stale in (out / folder).glob('figure-*.png'):  # from an earlier run
+                stale.unlink()
+            if marked.figures:
+                (out / folder).mkdir(parents=True, exist_ok=True)
+            for k, png in enumerate(marked.figures, 1):
+                rel = folder / f'figure-{k}.png'
+                atomic_write(out / rel, png)
+                figures.append(str(rel))
+        sections.append(_Section(entry, marked, figures))
+    return sections
+
+
+def _head(summary: dict[str, Any]) -> tuple[str, list[str]]:
+    entries = summary.get('notebooks', [])
+    ok = sum(e.get('status') == 'ok' for e in entries)
+    ending = summary.get('ending', 'finished')
+    first = (
+        f'{ok}/{len(entries)} notebook chạy xong (ok) trong '
+        f'{summary.get("wall_seconds", 0):.1f} s, '
+        f'--jobs {summary.get("jobs")}'
+        + (', --inplace' if summary.get('inplace') else '')
+        + f'; kết thúc: {_ENDINGS.get(ending, f"bị dừng ({ending})")}.'
+    )
+    notes = []
+    load = summary.get('load_average') or {}
+    if load:
+        notes.append(
+            f'Tải máy (load average 1 phút) lúc bắt đầu {load.get("start")}, lúc kết thúc '
+            f'{load.get("end")}: số đo thời gian chỉ đáng tin khi máy rảnh.'
+        )
+    return first, notes
+
+
+def _env_pairs(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    return _pairs(summary.get('environment') or {}) + _pairs(summary.get('machine') or {})
+
+
+def _markdown(summary: dict[str, Any], sections: list[_Section]) -> str:
+    def cell(text: str) -> str:
+        return text.replace('|', '\\|').replace('\n', ' ')
+
+    first, notes = _head(summary)
+    lines = ['# Báo cáo chạy notebook (batch report)', '', first, '']
+    if summary.get('command'):
+        lines += [f'Lệnh: `{summary["command"]}`', '']
+    for note in notes:
+        lines += [note, '']
+    lines += ['## Máy đã chạy (môi trường)', '']
+    lines += [f'- {line}' for line in _limited(_env_pairs(summary))]
+    lines += [
+        '',
+        '## Các notebook',
+        '',
+        '| notebook | trạng thái | thời gian | cách chạy | tham số | lỗi |',
+        '|---|---|---:|---|---|---|',
+    ]
+    for s in sections:
+        e = s.entry
+        lines.append(
+            f'| {cell(e["notebook"])} | {e["status"]} | {_seconds(e)} | {cell(_how(e))} | '
+            f'{cell(_params(e))} | {cell(_error(e))} |'
+        )
+    for s in sections:
+        e = s.entry
+        lines += ['', f'## {e["notebook"]}', '']
+        lines.append(f'- trạng thái: {e["status"]}, {_seconds(e)}; cách chạy: {_how(e)}')
+        if _params(e):
+            lines.append(f'- tham số: `{_params(e)}`')
+        if _error(e):
+            lines.append(f'- lỗi: {_error(e)}')
+        if s.marked.headline:
+            fence = '```' if '```' not in s.marked.headline else '~~~~'
+            lines += ['', 'Số liệu chính:', '', fence, s.marked.headline, fence]
+        for k, rel in enumerate(s.figures, 1):
+            lines += ['', f'![{e["notebook"]}, hình {k}]({quote(rel)})']
+        if e.get('results'):
+            lines += ['', 'Kết quả (`results` trong summary.json):', '']
+            lines += [f'- {line}' for line in _limited(_pairs(e['results']))]
+    return '\n'.join(lines) + '\n'
+
+
+_CSS = """body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem}
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25rem .5rem;vertical-align:top}
+pre{background:#f6f6f6;padding:.5rem;overflow-x:auto}img{max-width:100%}
+.ok{color:#070}.failed,.timeout,.interrupted{color:#a00}"""
+
+
+def _html(summary: dict[str, Any], sections: list[_Section]) -> str:
+    def esc(text: Any) -> str:
+        return html.escape(str(text))
+
+    def items(lines: list[str]) -> str:
+        return '<ul>' + ''.join(f'<li>{esc(line)}</li>' for line in lines) + '</ul>'
+
+    first, notes = _head(summary)
+    parts = [
+        '<!DOCTYPE html>',
+        '<html lang="vi"><head><meta charset="utf-8">',
+        '<title>Báo cáo chạy notebook (batch report)</title>',
+        f'<style>{_CSS}</style></head><body>',
+        '<h1>Báo cáo chạy notebook (batch report)</h1>',
+        f'<p>{esc(first)}</p>',
+    ]
+    if summary.get('command'):
+        parts.append(f'<p>Lệnh: <code>{esc(summary["command"])}</code></p>')
+    parts += [f'<p>{esc(note)}</p>' for note in notes]
+    parts += ['<h2>Máy đã chạy (môi trường)</h2>', items(_limited(_env_pairs(summary)))]
+    parts += [
+        '<h2>Các notebook</h2>',
+        '<table><tr><th>notebook</th><th>trạng thái</th><th>thời gian</th><th>cách chạy</th>'
+        '<th>tham số</th><th>lỗi</th></tr>',
+    ]
+    for s in sections:
+        e = s.entry
+        parts.append(
+            f'<tr><td><a href="#nb-{esc(quote(e["notebook"]))}">{esc(e["notebook"])}</a></td>'
+            f'<td class="{esc(e["status"])}">{esc(e["status"])}</td><td>{esc(_seconds(e))}</td>'
+            f'<td>{esc(_how(e))}</td><td>{esc(_params(e))}</td><td>{esc(_error(e))}</td></tr>'
+        )
+    parts.append('</table>')
+    for s in sections:
+        e = s.entry
+        lines = [f'trạng thái: {e["status"]}, {_seconds(e)}; cách chạy: {_how(e)}']
+        if _params(e):
+            lines.append(f'tham số: {_params(e)}')
+        if _error(e):
+            lines.append(f'lỗi: {_error(e)}')
+        parts += [
+            f'<h2 id="nb-{esc(quote(e["notebook"]))}">{esc(e["notebook"])}</h2>',
+            items(lines),
+        ]
+        if s.marked.headline:
+            parts.append(f'<p>Số liệu chính:</p><pre>{esc(s.marked.headline)}</pre>')
+        for k, rel in enumerate(s.figures, 1):
+            alt = esc(f'{e["notebook"]}, hình {k}')
+            parts.append(
+                f'<figure><img src="{esc(quote(rel))}" alt="{alt}">'
+                f'<figcaption>{alt}</figcaption></figure>'
+            )
+        if e.get('results'):
+            parts += [
+                '<p>Kết quả (<code>results</code> trong summary.json):</p>',
+                items(_limited(_pairs(e['results']))),
+            ]
+    parts.append('</body></html>')
+    return '\n'.join(parts) + '\n'
+
+
+def write_report(summary: dict[str, Any], out: str | Path) -> tuple[Path, Path]:
+    """Write ``out/report.md``, ``out/report.html`` and their figures; return the two paths.
+
+    ``summary`` is what ``summary.json`` holds; the executed notebooks are read from ``out``.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sections = _sections(summary, out)
+    md = atomic_write(out / 'report.md', _markdown(summary, sections))
+    page = atomic_write(out / 'report.html', _html(summary, sections))
+    return md, page

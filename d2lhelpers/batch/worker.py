@@ -1,0 +1,161 @@
+"""One notebook, run by papermill in a process of its own (started by ``run.py``).
+
+    python -m d2lhelpers.batch.worker --source NB --output OUT.ipynb --scratch TMP.ipynb \
+        --status STATUS.json --progress PROGRESS.json --cwd FOLDER [--parameters JSON]
+
+It executes ``NB`` with ``papermill.execute_notebook`` (kernel ``python3``, which the runner's
+JUPYTER_PATH points at the project's kernelspec) in ``FOLDER``, with two nbclient hooks that
+papermill passes through: ``on_cell_start`` writes the cell being run to PROGRESS (so a timeout
+or an interrupt can say where the notebook was), ``on_cell_error`` records the first error of a
+cell that does not teach one (tag ``raises-exception``; ``SystemExit`` with status 0 ends a
+notebook cleanly, as papermill says). papermill also raises ``PapermillExecutionError`` for the
+error a cell teaches: the hook decides, and papermill's error banner is dropped when it names
+such a cell.
+
+One more cell is run at the end (and removed from the output): if the notebook imported
+TensorFlow, its kernel reports the environment (``env_report``) for the batch's summary at no
+cost. The executed notebook goes to OUTPUT (atomically), then STATUS gets, as JSON:
+``status`` (``ok`` or ``failed``), ``error`` (``cell``, ``cell_id``, ``ename``, ``evalue``),
+``kernel_seconds``, ``environment`` and ``output`` (whether OUTPUT was written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import papermill
+from papermill.exceptions import PapermillExecutionError
+
+from ..notebook import allows_error, for_papermill, one_line, tags, write_notebook
+from ..results import atomic_write
+
+ENV_CELL_ID = 'd2l-batch-environment'
+ENV_CELL = """import sys as _sys
+if 'tensorflow' in _sys.modules:
+    try:
+        import json as _json
+        from d2lhelpers import env_report as _env_report
+        print(_json.dumps(_env_report().as_dict(), default=str))
+    except Exception:
+        pass"""
+_BANNER_TAG = 'papermill-error-cell-tag'
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog='python -m d2lhelpers.batch.worker', description=__doc__)
+    for name in ('source', 'output', 'scratch', 'status', 'progress', 'cwd'):
+        ap.add_argument(f'--{name}', required=True)
+    ap.add_argument('--parameters', default='{}', help='JSON mapping NAME: VALUE')
+    return ap.parse_args(argv)
+
+
+def _clean_exit(content: dict[str, Any]) -> bool:
+    return content.get('ename') == 'SystemExit' and str(content.get('evalue', '')) in ('', '0')
+
+
+def _environment(cell: nbformat.NotebookNode) -> dict[str, Any] | None:
+    for out in cell.get('outputs', []):
+        if out.get('name') == 'stdout' and out.get('text', '').strip():
+            try:
+                return json.loads(out['text'].strip().splitlines()[-1])
+            except ValueError:
+                return None
+    return None
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Execute the notebook; return what STATUS gets."""
+    source = nbformat.read(args.source, as_version=4)
+    index = {c.get('id'): i for i, c in enumerate(source.cells)}
+    nb = for_papermill(source)
+    nb.cells.append(nbformat.v4.new_code_cell(ENV_CELL, id=ENV_CELL_ID))
+    where: dict[str, Any] = {'cell': None, 'cell_id': None}
+    failure: dict[str, Any] = {}
+
+    def on_cell_start(cell: nbformat.NotebookNode, cell_index: int) -> None:
+        where.update(cell=index.get(cell.get('id')), cell_id=cell.get('id'))
+        atomic_write(args.progress, json.dumps(where))
+
+    def on_cell_error(cell: nbformat.NotebookNode, cell_index: int, execute_reply: dict) -> None:
+        content = execute_reply.get('content', {})
+        if failure or allows_error(cell) or _clean_exit(content):
+            return
+        failure.update(
+            cell=index.get(cell.get('id')),
+            cell_id=cell.get('id'),
+            ename=content.get('ename', ''),
+            evalue=one_line(content.get('evalue', '')),
+        )
+
+    info: dict[str, Any] = {'status': 'ok', 'error': None, 'output': False}
+    blamed = None  # the cell papermill's error banner names
+    try:
+        papermill.execute_notebook(
+            nb,
+            args.scratch,
+            parameters=json.loads(args.parameters),
+            kernel_name='python3',
+            progress_bar=False,
+            request_save_on_cell_execute=False,
+            cwd=args.cwd,
+            on_cell_start=on_cell_start,
+            on_cell_error=on_cell_error,
+        )
+    except PapermillExecutionError as err:
+        blamed = err.cell_index
+    except Exception as err:  # noqa: BLE001 - the kernel died, would not start, ...
+        info.update(
+            status='failed', error={**where, 'ename': type(err).__name__, 'evalue': one_line(err)}
+        )
+    if failure:
+        info.update(status='failed', error=failure)
+
+    if Path(args.scratch).exists():
+        executed = nbformat.read(args.scratch, as_version=4)
+        plain = [c for c in executed.cells if _BANNER_TAG not in tags(c)]
+        keep_banner = (
+            failure
+            and blamed is not None
+            and blamed < len(plain)
+            and plain[blamed].get('id') == failure['cell_id']
+        )
+        if not keep_banner:
+            executed.cells = plain
+        env = [c for c in executed.cells if c.get('id') == ENV_CELL_ID]
+        executed.cells = [c for c in executed.cells if c.get('id') != ENV_CELL_ID]
+        info['environment'] = _environment(env[0]) if env else None
+        info['kernel_seconds'] = executed.metadata.get('papermill', {}).get('duration')
+        write_notebook(executed, args.output)
+        info['output'] = True
+    return info
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    try:
+        info = run(args)
+    except Exception as err:  # noqa: BLE001 - reported to the runner, with the traceback in the log
+        import traceback
+
+        traceback.print_exc()
+        info = {
+            'status': 'failed',
+            'error': {
+                'cell': None,
+                'cell_id': None,
+                'ename': type(err).__name__,
+                'evalue': one_line(err),
+            },
+            'output': False,
+        }
+    atomic_write(args.status, json.dumps(info, ensure_ascii=False))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
