@@ -7,8 +7,7 @@ The terminal summary has two sections:
 * "Số liệu chính của các notebook" -- for every notebook cell run by nbval in this session that is
   tagged ``report-headline``, the text it printed in *this* run (the headline figures).
 
-Notebook items are not under ``tests/``, so per-item hooks of this conftest are not called for
-them; the items are kept from ``pytest_collection_modifyitems`` (a session-wide hook) instead.
+Both work with ``pytest -n`` (pytest-xdist): see ``_Figures``.
 """
 
 from __future__ import annotations
@@ -24,8 +23,6 @@ from d2lhelpers.kernel import QUIET_ENV
 ROOT = Path(__file__).resolve().parent.parent
 
 # tests/nb/ (the batch runner's test notebooks) has its own conftest that keeps nbval out of it.
-_FIGURES = pytest.StashKey[list]()
-_ITEMS = pytest.StashKey[list]()
 
 # The tests, their subprocesses and nbval's kernels run in the notebooks' environment (one
 # definition: d2lhelpers.kernel.QUIET_ENV), with the project's own Jupyter kernel.
@@ -42,18 +39,61 @@ def quiet_env() -> dict[str, str]:
     return dict(os.environ)
 
 
+_SECTIONS = {
+    'test-figure': 'Số liệu đo trong các test',
+    'notebook-headline': 'Số liệu chính của các notebook (lần chạy này)',
+}
+
+
+class _Figures:
+    """Collects the figures to print, also from pytest-xdist workers.
+
+    A worker attaches them to the test report as ``user_properties`` (sent to the controlling
+    process with the report); ``pytest_runtest_logreport`` collects them where the terminal
+    summary is written. Registered as a plugin, its hooks see every item, notebooks included
+    (they are not under ``tests/``, so this conftest's own per-item hooks would not).
+    """
+
+    def __init__(self) -> None:
+        self.entries: dict[str, list[tuple[str, str]]] = {key: [] for key in _SECTIONS}
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call):
+        report = yield
+        text = _headline(item) if call.when == 'call' else ''
+        if text:
+            report.user_properties.append(('notebook-headline', text))
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != 'call':  # the teardown report carries the same properties again
+            return
+        for key, value in report.user_properties:
+            if key in self.entries:
+                name = report.nodeid if key == 'test-figure' else _cell_name(report.nodeid)
+                self.entries[key].append((name, str(value)))
+
+
+def _headline(item: pytest.Item) -> str:
+    """The text a notebook cell tagged ``report-headline`` printed in this run, else ''."""
+    cell = getattr(item, 'cell', None)
+    if cell is None or 'report-headline' not in cell.get('metadata', {}).get('tags', []):
+        return ''
+    outputs = getattr(item, 'test_outputs', None) or []
+    text = ''.join(o.get('text', '') for o in outputs if o.get('output_type') == 'stream')
+    return text.rstrip()
+
+
+def _cell_name(nodeid: str) -> str:
+    path, _, cell = nodeid.partition('::')
+    return f'{path} ({cell})'
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         'markers', 'timing: a measurement, not a gate (make bench runs it; make test does not)'
     )
-    config.stash[_FIGURES] = []
-    config.stash[_ITEMS] = []
-
-
-def pytest_collection_modifyitems(
-    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
-) -> None:
-    config.stash[_ITEMS] = list(items)
+    config.pluginmanager.register(_Figures(), 'd2l-figures')
 
 
 @pytest.fixture
@@ -61,44 +101,15 @@ def report_figure(request: pytest.FixtureRequest):
     """``report_figure(text)``: print ``text`` in the terminal summary under this test's name."""
 
     def record(text: str) -> None:
-        request.config.stash[_FIGURES].append((request.node.nodeid, str(text)))
+        request.node.user_properties.append(('test-figure', str(text)))
 
     return record
 
 
-def _notebook_figures(items: list[pytest.Item]) -> list[tuple[str, str]]:
-    try:
-        from nbval.plugin import IPyNbCell
-    except ImportError:  # nbval not installed: no notebook items either
-        return []
-    found = []
-    for item in items:
-        tags = item.cell.get('metadata', {}).get('tags', []) if isinstance(item, IPyNbCell) else []
-        if 'report-headline' not in tags:
-            continue
-        if not item.test_outputs:  # not run (skipped, deselected, or failed before running)
-            continue
-        text = ''.join(
-            out.get('text', '') for out in item.test_outputs if out.get('output_type') == 'stream'
-        )
-        if text.strip():
-            try:
-                name = str(Path(item.path).resolve().relative_to(ROOT))
-            except ValueError:
-                name = str(item.path)
-            found.append((f'{name} (ô code {item.cell_num})', text.rstrip()))
-    return found
-
-
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-    sections = [
-        ('Số liệu đo trong các test', config.stash.get(_FIGURES, [])),
-        (
-            'Số liệu chính của các notebook (lần chạy này)',
-            _notebook_figures(config.stash.get(_ITEMS, [])),
-        ),
-    ]
-    for title, entries in sections:
+    figures = config.pluginmanager.get_plugin('d2l-figures')
+    for key, title in _SECTIONS.items():
+        entries = figures.entries[key] if figures else []
         if entries:
             terminalreporter.section(title)
         for name, text in entries:
