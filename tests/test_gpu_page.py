@@ -10,10 +10,11 @@ Checked here, without TensorFlow:
   not part of the repository, so elsewhere this check is skipped), every figure appears verbatim in
   its source file (for a notebook, in the outputs of the cell with that execution count);
 * every image the page shows exists and is a whole, valid PNG;
-* README.md links to every GPU page. (The notebooks that quote GPU figures should link to it too;
-  not checked yet.)
+* README.md links to every GPU page, and every notebook whose markdown quotes a figure of that GPU
+  (a paragraph that names it, e.g. "H200", next to a number with a unit) links to the page.
 
-Making a page from a new run: see the section "Làm lại trang này từ một lần chạy mới" of the page.
+Making a page from a new run: see the section "Làm lại trang này từ một lần chạy mới" of the page
+(under "Dành cho người bảo trì").
 """
 
 from __future__ import annotations
@@ -25,11 +26,16 @@ import zlib
 from pathlib import Path
 
 import pytest
+from nbtools import NOTEBOOKS, load
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / 'docs').glob('gpu-*.md'))
 KINDS = {'machine', 'measured', 'artefact', 'data sheet'}
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
+# A figure as the notebooks quote one: a number and its unit (2.02x, 39.511 ms, 3.0e-06, 82%).
+FIGURE = re.compile(
+    r'\b\d+(?:\.\d+)?(?:e-\d+\b|\s?(?:µs|ms|s|TFLOP/s|GFLOP/s|TB/s|GB/s|MiB|GB)\b|x\b|%)'
+)
 
 
 def page_text(page: str) -> str:
@@ -169,6 +175,47 @@ def test_every_image_on_the_page_is_a_valid_png(page):
 def test_readme_links_to_the_page(page):
     targets = {t.split('#')[0] for t in link_targets((ROOT / 'README.md').read_text('utf-8'))}
     assert page in targets, f'README.md does not link to {page}'
+
+
+def gpu_name(page: str) -> str:
+    """The GPU a page is about, as the notebooks write it: docs/gpu-h200.md -> 'H200'."""
+    return Path(page).stem.removeprefix('gpu-').upper()
+
+
+def quotes_gpu_figures(markdown: str, gpu: str) -> bool:
+    """Whether a paragraph of ``markdown`` names ``gpu`` and quotes a figure (number and unit)."""
+    paragraphs = re.split(r'\n\s*\n|\n(?=\s*(?:[-*]|\d+\.)\s)', markdown)
+    return any(gpu in p and FIGURE.search(p) for p in paragraphs)
+
+
+def links_to(notebook: str, markdown: str, page: str) -> bool:
+    """Whether ``markdown`` of ``notebook`` has a link that resolves to ``page``."""
+    folder = (ROOT / notebook).parent
+    targets = {t.split('#')[0] for t in link_targets(markdown)}
+    return any((folder / t).resolve() == (ROOT / page).resolve() for t in targets if t)
+
+
+@pytest.mark.parametrize('page', PAGES)
+def test_notebooks_that_quote_the_gpu_link_to_its_page(page):
+    gpu, quoting, unlinked = gpu_name(page), [], []
+    for path in NOTEBOOKS:
+        markdown = '\n\n'.join(c.source for c in load(path).cells if c.cell_type == 'markdown')
+        if quotes_gpu_figures(markdown, gpu):
+            quoting.append(path)
+            if not links_to(path, markdown, page):
+                unlinked.append(path)
+    assert quoting, f'no notebook quotes a figure of the {gpu}: is the detection broken?'
+    assert not unlinked, (
+        f'these notebooks quote {gpu} figures without linking to {page}: {unlinked}'
+    )
+
+
+def test_figure_quote_detection():
+    assert quotes_gpu_figures('Trên H200, mức sàn đồ thị 39.511 ms, tức 2.02x.', 'H200')
+    assert quotes_gpu_figures('- một lần chạy H200: độ lệch 3.0e-06', 'H200')
+    assert not quotes_gpu_figures('GPU từ Ampere trở đi (A100, H100, H200...).', 'H200')
+    assert not quotes_gpu_figures('Trên H200 nói trên.\n\nMột phép nhân 2 ms.', 'H200')
+    assert gpu_name('docs/gpu-h200.md') == 'H200'
 
 
 def tiny_png() -> bytes:
