@@ -23,6 +23,9 @@ NB     ?= notebooks exercises
 export JUPYTER_PATH := $(abspath $(VENV))/share/jupyter
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 NBVAL := --nbval --nbval-sanitize-with tests/sanitize.cfg --nbval-cell-timeout 600
+# Two pytest-xdist workers; --dist loadscope keeps each notebook's cells (and each test module) on
+# one worker, in order. XDIST= runs everything in one process.
+XDIST ?= -n 2 --dist loadscope
 
 .PHONY: test lint nbval run refresh lab bench clean venv
 
@@ -46,7 +49,7 @@ endif
 
 test: $(STAMP) lint
 	@start=$$(date +%s); \
-	$(PY) -m pytest tests $(NB) $(NBVAL) -m 'not timing'; status=$$?; \
+	$(PY) -m pytest tests $(NB) $(NBVAL) -m 'not timing' $(XDIST); status=$$?; \
 	echo "make test: pytest took $$(( $$(date +%s) - start )) s (exit $$status)"; exit $$status
 
 lint: $(STAMP)

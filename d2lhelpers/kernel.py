@@ -19,8 +19,9 @@ __all__ = ['KERNEL_ARGS', 'QUIET_ENV', 'install_kernelspec', 'available_cores']
 KERNEL_ARGS = ['--IPKernelApp.capture_fd_output=False']
 # The one definition of the environment in which notebook code runs (kernels of nbval and of the
 # batch runner, test processes, multi-worker processes). Set before TensorFlow is imported: no
-# oneDNN/absl/cpu-feature lines on stderr, and the same (non-oneDNN) CPU kernels everywhere, so
-# figures and outputs do not depend on the CPU's flags; and one order for sets and str-keyed dicts.
+# oneDNN/absl/cpu-feature lines on stderr; TensorFlow's own (Eigen) CPU kernels instead of oneDNN's,
+# which TF turns on by default on x86 (TF still picks kernels by the CPU's instruction set, so the
+# last bits of a result can differ between machines); and one order for sets and str-keyed dicts.
 QUIET_ENV = {'TF_CPP_MIN_LOG_LEVEL': '2', 'TF_ENABLE_ONEDNN_OPTS': '0', 'PYTHONHASHSEED': '0'}
 
 
