@@ -8,6 +8,7 @@ GPUs hidden: the CPU path).
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import subprocess
@@ -338,6 +339,19 @@ def test_all_is_a_literal_list_and_every_name_resolves_with_a_docstring():
     for name in d2lhelpers.__all__:
         assert getattr(d2lhelpers, name).__doc__, name
     assert sorted(d2lhelpers._MODULE_OF) == sorted(d2lhelpers.__all__)
+    # what editors and type checkers see (the TYPE_CHECKING imports) is the same list
+    tree = ast.parse(source)
+    block = next(
+        n for n in tree.body if isinstance(n, ast.If) and 'TYPE_CHECKING' in ast.dump(n.test)
+    )
+    seen = {
+        (alias.name, node.module)
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert sorted(name for name, _ in seen) == sorted(d2lhelpers.__all__)
+    assert all(d2lhelpers._MODULE_OF[name] == module for name, module in seen)
 
 
 def test_every_helper_module_says_which_notebook_teaches_it():
