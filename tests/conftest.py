@@ -33,12 +33,6 @@ os.environ['JUPYTER_PATH'] = os.pathsep.join(
 )
 
 
-@pytest.fixture(scope='session')
-def quiet_env() -> dict[str, str]:
-    """The environment the tests give their subprocesses (set above for this process too)."""
-    return dict(os.environ)
-
-
 _SECTIONS = {
     'test-figure': 'Số liệu đo trong các test',
     'notebook-headline': 'Số liệu chính của các notebook (lần chạy này)',

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import importlib
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -237,8 +238,8 @@ SCRIPT = textwrap.dedent("""
 
 
 @pytest.fixture(scope='module')
-def fresh_run(quiet_env):
-    env = {**quiet_env, 'CUDA_VISIBLE_DEVICES': '-1'}  # the CPU path, on any machine
+def fresh_run():
+    env = {**os.environ, 'CUDA_VISIBLE_DEVICES': '-1'}  # the CPU path, on any machine
     proc = subprocess.run(
         [sys.executable, '-c', SCRIPT], capture_output=True, text=True, env=env, timeout=300
     )

@@ -10,6 +10,7 @@ only there.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -100,7 +101,7 @@ def nbval_command(notebook: Path) -> list[str]:
 
 
 @pytest.fixture(scope='module')
-def runs(tmp_path_factory, quiet_env):
+def runs(tmp_path_factory):
     name, nb = source_notebook()
     index, code_number = pick(nb)
     nb.cells = nb.cells[: index + 1]
@@ -124,7 +125,7 @@ def runs(tmp_path_factory, quiet_env):
         nbformat.write(copy, path)
         # Both run at once (each starts its own kernel and imports TensorFlow).
         # GPUs hidden: the stored outputs come from a CPU-only run, on any machine.
-        env = {**quiet_env, 'CUDA_VISIBLE_DEVICES': '-1'}
+        env = {**os.environ, 'CUDA_VISIBLE_DEVICES': '-1'}
         procs[kind] = subprocess.Popen(
             nbval_command(path),
             cwd=folder,
