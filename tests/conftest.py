@@ -20,8 +20,6 @@ import pytest
 
 from d2lhelpers.kernel import QUIET_ENV
 
-ROOT = Path(__file__).resolve().parent.parent
-
 # tests/nb/ (the batch runner's test notebooks) has its own conftest that keeps nbval out of it.
 
 # The tests, their subprocesses and nbval's kernels run in the notebooks' environment (one
