@@ -303,7 +303,7 @@ multiworker._on_started = die
 multiworker.run_workers(2, isolate={isolate!r}, worker_args={{0: {SLEEPING!r}, 1: {SLEEPING!r}}})
 """
     done = subprocess.run(
-        [sys.executable, '-c', code], cwd=Path(__file__).parent.parent, capture_output=True
+        [sys.executable, '-c', code], cwd=Path(__file__).parents[2], capture_output=True
     )
     assert done.returncode == -9, done.stderr
     info = json.loads((tmp_path / 'pids.json').read_text())

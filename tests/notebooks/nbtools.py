@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 from nbval.plugin import find_comment_markers, find_metadata_tags, get_sanitize_patterns
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SANITIZE_CFG = ROOT / 'tests' / 'sanitize.cfg'
 NOTEBOOKS = sorted(
     p.relative_to(ROOT).as_posix()

@@ -17,7 +17,7 @@ from batch_support import batch, copy, new_notebook, summary
 from d2lhelpers.batch import cli
 from d2lhelpers.batch.report import marked_outputs, write_report
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PNG = b'\x89PNG\r\n\x1a\n'
 
 PLOT = (

@@ -319,7 +319,7 @@ def test_notebook_helpers():
 
 
 def test_no_code_walks_proc_or_patches_papermill():
-    package = Path(__file__).resolve().parent.parent / 'd2lhelpers'
+    package = Path(__file__).resolve().parents[2] / 'd2lhelpers'
     for path in [*package.glob('batch/*.py'), package / 'notebook.py']:
         text = path.read_text(encoding='utf-8')
         assert "'/proc" not in text and '"/proc' not in text, path

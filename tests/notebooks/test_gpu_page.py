@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from nbtools import NOTEBOOKS, load
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / 'docs').glob('gpu-*.md'))
 KINDS = {'machine', 'measured', 'artefact', 'data sheet'}
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
