@@ -1,152 +1,98 @@
 """d2lhelpers: the few helpers the GPU notebooks of this collection share.
 
-Public API (each name's docstring says which notebook teaches it):
+- devices: ``Device``, ``cpu``, ``gpu``, ``num_gpus``, ``try_gpu``, ``try_all_gpus`` (as in d2l,
+  with its defects fixed), ``ensure_devices``, ``env_report``;
+- timing: ``Timer`` (as ``d2l.Timer``, synchronised), ``benchmark``, ``interleave``, ``compare``
+  (the one verdict rule), ``format_seconds``, ``NEAR_FLOOR``, ``TIE_BAND``;
+- checks: argument checks with Vietnamese errors; ``save_results``; ``DATASHEETS``/``find_spec``
+  (published GPU figures); ``reference`` (GPU answers from a stored reference run);
+- ``run_workers`` (``MultiWorkerMirroredStrategy`` workers on one machine).
 
-devices     -- Device, cpu, gpu, num_gpus, try_gpu, try_all_gpus, ensure_devices, env_report
-timing      -- sync_devices, Timer, benchmark
-results     -- BenchmarkResult, EnvReport, format_seconds, save_results, atomic_write
-checks      -- check_int, check_positive_int, check_int_list, check_choice, check_index,
-               check_seconds, check_devices, device_name
-datasheets  -- GPUSpec, DATASHEETS, find_spec
-multiworker -- run_workers, WorkerResult, WorkerError, WorkerTimeout, NetworkIsolationError,
-               tf_config
-
-``devices`` and ``timing`` use TensorFlow; the other modules do not. ``python -m d2lhelpers.batch``
-runs the notebooks with papermill (see its ``--help``).
-
-Importing the package has no side effects: it does not seed anything, set devices or even import
-TensorFlow until a TensorFlow helper is first used (``from d2lhelpers import check_int_list``
-stays light).
+Importing it does not import TensorFlow (the helpers that need it import it when called) and has
+no side effects. Its only dependency is NumPy; TensorFlow and Keras come from the environment.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+__version__ = '0.3.0'
 
-__version__ = '0.2.0'
+from .checks import (  # noqa: E402
+    check_auto,
+    check_choice,
+    check_devices,
+    check_int,
+    check_int_list,
+    check_number,
+    check_seconds,
+    device_name,
+)
+from .datasheets import DATASHEETS, GPUSpec, find_spec  # noqa: E402
+from .devices import (  # noqa: E402
+    Device,
+    EnvReport,
+    GPUInfo,
+    cpu,
+    ensure_devices,
+    env_report,
+    gpu,
+    num_gpus,
+    try_all_gpus,
+    try_gpu,
+)
+from .multiworker import WorkerError, WorkerResult, WorkerTimeout, run_workers, tf_config  # noqa: E402
+from .reference import Reference, reference  # noqa: E402
+from .results import save_results  # noqa: E402
+from .timing import (  # noqa: E402
+    NEAR_FLOOR,
+    TIE_BAND,
+    BenchmarkResult,
+    Comparison,
+    Timer,
+    benchmark,
+    compare,
+    format_seconds,
+    interleave,
+    sync_devices,
+)
 
 __all__ = [
-    # devices
+    'DATASHEETS',
+    'NEAR_FLOOR',
+    'TIE_BAND',
+    'BenchmarkResult',
+    'Comparison',
     'Device',
+    'EnvReport',
+    'GPUInfo',
+    'GPUSpec',
+    'Reference',
+    'Timer',
+    'WorkerError',
+    'WorkerResult',
+    'WorkerTimeout',
+    'benchmark',
+    'check_auto',
+    'check_choice',
+    'check_devices',
+    'check_int',
+    'check_int_list',
+    'check_number',
+    'check_seconds',
+    'compare',
     'cpu',
-    'gpu',
-    'num_gpus',
-    'try_gpu',
-    'try_all_gpus',
+    'device_name',
     'ensure_devices',
     'env_report',
-    # timing
-    'sync_devices',
-    'Timer',
-    'benchmark',
-    # results
-    'BenchmarkResult',
-    'EnvReport',
-    'format_seconds',
-    'save_results',
-    'atomic_write',
-    # checks
-    'check_int',
-    'check_positive_int',
-    'check_int_list',
-    'check_choice',
-    'check_index',
-    'check_seconds',
-    'check_devices',
-    'device_name',
-    # datasheets
-    'GPUSpec',
-    'DATASHEETS',
     'find_spec',
-    # multiworker
+    'format_seconds',
+    'gpu',
+    'interleave',
+    'num_gpus',
+    'reference',
     'run_workers',
-    'WorkerResult',
-    'WorkerError',
-    'WorkerTimeout',
-    'NetworkIsolationError',
+    'save_results',
+    'sync_devices',
     'tf_config',
+    'try_all_gpus',
+    'try_gpu',
 ]
-
-_MODULE_OF = {
-    **dict.fromkeys(
-        ['Device', 'cpu', 'gpu', 'num_gpus', 'try_gpu', 'try_all_gpus', 'ensure_devices'],
-        'devices',
-    ),
-    'env_report': 'devices',
-    **dict.fromkeys(['sync_devices', 'Timer', 'benchmark'], 'timing'),
-    **dict.fromkeys(
-        ['BenchmarkResult', 'EnvReport', 'format_seconds', 'save_results', 'atomic_write'],
-        'results',
-    ),
-    **dict.fromkeys(
-        [
-            'check_int',
-            'check_positive_int',
-            'check_int_list',
-            'check_choice',
-            'check_index',
-            'check_seconds',
-            'check_devices',
-            'device_name',
-        ],
-        'checks',
-    ),
-    **dict.fromkeys(['GPUSpec', 'DATASHEETS', 'find_spec'], 'datasheets'),
-    **dict.fromkeys(
-        [
-            'run_workers',
-            'WorkerResult',
-            'WorkerError',
-            'WorkerTimeout',
-            'NetworkIsolationError',
-            'tf_config',
-        ],
-        'multiworker',
-    ),
-}
-
-if TYPE_CHECKING:  # what editors and type checkers see; at run time names load on first use
-    from .checks import (
-        check_choice,
-        check_devices,
-        check_index,
-        check_int,
-        check_int_list,
-        check_positive_int,
-        check_seconds,
-        device_name,
-    )
-    from .datasheets import DATASHEETS, GPUSpec, find_spec
-    from .devices import (
-        Device,
-        cpu,
-        ensure_devices,
-        env_report,
-        gpu,
-        num_gpus,
-        try_all_gpus,
-        try_gpu,
-    )
-    from .multiworker import (
-        NetworkIsolationError,
-        WorkerError,
-        WorkerResult,
-        WorkerTimeout,
-        run_workers,
-        tf_config,
-    )
-    from .results import BenchmarkResult, EnvReport, atomic_write, format_seconds, save_results
-    from .timing import Timer, benchmark, sync_devices
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MODULE_OF:
-        value = getattr(importlib.import_module(f'{__name__}.{_MODULE_OF[name]}'), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))

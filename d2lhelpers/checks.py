@@ -1,12 +1,9 @@
 """Argument checks whose errors name what was wrong, in Vietnamese (TensorFlow-free).
 
-Taught in every notebook's "Tham số" (parameters) section: the cell after the ``parameters`` cell
-calls these checks, so a bad value stops the run there with a message that names the parameter.
-The helpers of the package use the same checks for their own arguments, so every error a learner
-meets reads the same way: ``tham số `n` phải là số nguyên, nhận được 1.5 (float)``.
-
-Public API: ``check_int``, ``check_positive_int``, ``check_int_list``, ``check_choice``,
-``check_index``, ``check_seconds``, ``check_devices``, ``device_name``.
+Every check takes ``(name, value, ...)`` and returns the value, so a notebook's settings are
+checked in one short cell and a bad value stops the run there:
+``tham số `n` phải là số nguyên, nhận được 1.5 (float)``. The package checks its own arguments
+the same way.
 """
 
 from __future__ import annotations
@@ -14,17 +11,17 @@ from __future__ import annotations
 import ast
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 __all__ = [
-    'check_int',
-    'check_positive_int',
-    'check_int_list',
+    'check_auto',
     'check_choice',
-    'check_index',
-    'check_seconds',
     'check_devices',
+    'check_int',
+    'check_int_list',
+    'check_number',
+    'check_seconds',
     'device_name',
 ]
 
@@ -37,7 +34,7 @@ def _kind(value: object) -> str:
     return f'{value!r} ({type(value).__name__})'
 
 
-def check_int(name: str, value: object, minimum: int) -> int:
+def check_int(name: str, value: object, minimum: int = 1) -> int:
     """Return ``value`` if it is an int (not a bool) >= ``minimum``; else TypeError/ValueError."""
     if not _is_int(value):
         raise TypeError(f'tham số `{name}` phải là số nguyên, nhận được {_kind(value)}')
@@ -46,18 +43,18 @@ def check_int(name: str, value: object, minimum: int) -> int:
     return value
 
 
-def check_positive_int(name: str, value: object) -> int:
-    """Return ``value`` if it is an int > 0, else raise naming ``name``."""
-    return check_int(name, value, 1)
-
-
-def check_index(i: object, name: str = 'i') -> int:
-    """Return ``i`` if it is an int >= 0 (a device index), else raise naming ``name``.
-
-    ``True`` and ``1.5`` are refused (TypeError), as is ``-1`` (ValueError): ``gpu(-1)`` would
-    otherwise name a device that cannot exist.
-    """
-    return check_int(name, i, 0)
+def check_number(
+    name: str, value: object, *, minimum: float | None = None, strict: bool = False
+) -> float:
+    """Return ``value`` as a float if it is a finite real number (>= or, strict, > ``minimum``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f'tham số `{name}` phải là một số, nhận được {_kind(value)}')
+    if not math.isfinite(value):
+        raise ValueError(f'tham số `{name}` phải là một số hữu hạn, nhận được {value}')
+    if minimum is not None and (value <= minimum if strict else value < minimum):
+        sign = '>' if strict else '>='
+        raise ValueError(f'tham số `{name}` phải {sign} {minimum:g}, nhận được {value}')
+    return float(value)
 
 
 def check_seconds(name: str, value: object) -> float:
@@ -69,6 +66,13 @@ def check_seconds(name: str, value: object) -> float:
             f'tham số `{name}` phải là một số giây hữu hạn và dương, nhận được {value}'
         )
     return float(value)
+
+
+def check_auto(name: str, value: object, check: Callable[[str, Any], Any], auto: Any) -> Any:
+    """``'auto'`` -> ``auto``; anything else must pass ``check(name, value)``."""
+    if isinstance(value, str) and value.strip() == 'auto':
+        return auto
+    return check(name, value)
 
 
 def _literal(name: str, value: object, what: str) -> object:

@@ -1,6 +1,5 @@
 """Published figures of common NVIDIA GPUs, from their data sheets: never measurements.
 
-Taught in ``notebooks/choose-a-gpu.ipynb`` and used by ``exercises/01-cpu-vs-gpu-matmul.ipynb``.
 One table for the whole collection, so every notebook quotes the same figures and says where they
 come from. Tensor-core figures are *dense* (NVIDIA's sheets for Ampere and newer print the figure
 "with sparsity", twice the dense one; the dense figure is half of it). ``None`` means the GPU has
@@ -56,25 +55,41 @@ _A100 = 'https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf
 _H100 = 'https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet'
 _H200 = 'https://www.nvidia.com/en-us/data-center/h200/'
 
-#: The GPUs a learner is likely to meet: Colab's T4, L4 and A100, and data-centre GPUs.
+#: The GPUs a learner is likely to meet: Colab's T4, L4 and A100 (40 GB), and data-centre GPUs.
 DATASHEETS: tuple[GPUSpec, ...] = (
     GPUSpec('T4', 16, 320, 8.1, None, 65, None, _T4),
     GPUSpec('L4', 24, 300, 30.3, 60, 121, 121, _L4),
+    GPUSpec('V100 PCIe 16GB', 16, 900, 14, None, 112, None, _V100),
     GPUSpec('V100 SXM2 32GB', 32, 900, 15.7, None, 125, None, _V100),
+    GPUSpec('A100 PCIe 40GB', 40, 1555, 19.5, 156, 312, 312, _A100),
     GPUSpec('A100 SXM 40GB', 40, 1555, 19.5, 156, 312, 312, _A100),
+    GPUSpec('A100 PCIe 80GB', 80, 1935, 19.5, 156, 312, 312, _A100),
     GPUSpec('A100 SXM 80GB', 80, 2039, 19.5, 156, 312, 312, _A100),
+    GPUSpec('H100 PCIe', 80, 2000, 51, 378, 756, 756, _H100),
+    GPUSpec('H100 NVL', 94, 3900, 60, 417.5, 835.5, 835.5, _H100),
     GPUSpec('H100 SXM', 80, 3350, 67, 494.5, 989.5, 989.5, _H100),
+    GPUSpec('H200 NVL', 141, 4800, 60, 417.5, 835.5, 835.5, _H200),
     GPUSpec('H200 SXM', 141, 4800, 67, 494.5, 989.5, 989.5, _H200),
 )
 
-# What TensorFlow's get_device_details()['device_name'] says -> the row above.
+# What TensorFlow's get_device_details()['device_name'] says (e.g. 'NVIDIA A100-PCIE-40GB',
+# 'NVIDIA H100 80GB HBM3', 'Tesla V100-SXM2-32GB') -> the row above; None = no row. The first
+# pattern that matches wins: a Grace Hopper superchip (GH200) has no row, so it matches nothing
+# rather than the H200's; a name with no form factor gets the SXM row (the data-centre default).
 _PATTERNS = (
+    (r'GH\d00', None),
     (r'\bT4\b', 'T4'),
     (r'\bL4\b', 'L4'),
+    (r'V100.*PCI', 'V100 PCIe 16GB'),
     (r'V100', 'V100 SXM2 32GB'),
+    (r'A100.*PCI.*40\s*GB|A100.*40\s*GB.*PCI', 'A100 PCIe 40GB'),
+    (r'A100.*PCI|A100.*80\s*GB.*PCI', 'A100 PCIe 80GB'),
     (r'A100.*80\s*GB', 'A100 SXM 80GB'),
     (r'A100', 'A100 SXM 40GB'),
+    (r'H100.*PCI', 'H100 PCIe'),
+    (r'H100.*NVL', 'H100 NVL'),
     (r'H100', 'H100 SXM'),
+    (r'H200.*NVL', 'H200 NVL'),
     (r'H200', 'H200 SXM'),
 )
 
@@ -85,5 +100,5 @@ def find_spec(device_name: str | None) -> GPUSpec | None:
         return None
     for pattern, name in _PATTERNS:
         if re.search(pattern, device_name, flags=re.IGNORECASE):
-            return next(s for s in DATASHEETS if s.name == name)
+            return None if name is None else next(s for s in DATASHEETS if s.name == name)
     return None

@@ -1,7 +1,5 @@
 """Devices: name them, count them, fall back safely, and report what the machine has.
 
-Taught in ``notebooks/use-gpu.ipynb`` (sections "Thiết bị tính toán" and "Tensor và GPU").
-
 The d2l names and call shapes are kept (``cpu()``, ``gpu(i)``, ``num_gpus()``, ``try_gpu(i)``,
 ``try_all_gpus()``), so d2l-style code keeps working: ``with try_gpu(): ...``,
 ``tf.device(try_gpu())``, and d2l's own training functions, which read ``device._device_name``.
@@ -12,28 +10,38 @@ Four of d2l's defects are fixed:
 * logical GPUs count (one physical GPU split in two is two GPUs for TensorFlow);
 * counting GPUs does not start TensorFlow's runtime, so ``ensure_devices`` can still split a
   device after ``try_gpu()`` or ``num_gpus()`` (``env_report()`` does start it).
+
+TensorFlow is imported inside the functions, so ``import d2lhelpers`` works without it.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
-import tensorflow as tf
-
-from .checks import check_index, check_int, device_name
-from .results import EnvReport
+from .checks import check_int, device_name
 
 __all__ = [
     'Device',
+    'EnvReport',
+    'GPUInfo',
     'cpu',
-    'gpu',
-    'num_gpus',
-    'try_gpu',
-    'try_all_gpus',
     'ensure_devices',
     'env_report',
+    'gpu',
+    'num_gpus',
+    'try_all_gpus',
+    'try_gpu',
 ]
+
+
+def _tf():
+    import tensorflow as tf
+
+    return tf
 
 
 class Device(str):
@@ -45,8 +53,8 @@ class Device(str):
     (``x.device`` is TensorFlow's long name, ``/job:localhost/replica:0/task:0/device:GPU:0``).
     """
 
-    def __new__(cls, name: str | tf.DeviceSpec) -> Device:
-        if isinstance(name, tf.DeviceSpec):
+    def __new__(cls, name: Any) -> Device:
+        if not isinstance(name, str) and hasattr(name, 'device_type'):  # a tf.DeviceSpec
             name = f'{name.device_type or ""}:{name.device_index or 0}'
         return super().__new__(cls, device_name(name))
 
@@ -59,7 +67,7 @@ class Device(str):
         return str(self)
 
     def __enter__(self) -> Device:
-        ctx = tf.device(str(self))
+        ctx = _tf().device(str(self))
         ctx.__enter__()
         self.__dict__.setdefault('_contexts', []).append(ctx)
         return self
@@ -75,11 +83,12 @@ def cpu() -> Device:
 
 def gpu(i: int = 0) -> Device:
     """GPU number ``i`` (it need not exist: use ``try_gpu`` for a safe fallback)."""
-    return Device(f'/GPU:{check_index(i)}')
+    return Device(f'/GPU:{check_int("i", i, 0)}')
 
 
 def num_gpus() -> int:
     """How many GPUs TensorFlow can use, logical GPUs included, without starting its runtime."""
+    tf = _tf()
     return sum(
         len(tf.config.get_logical_device_configuration(g) or [g])
         for g in tf.config.get_visible_devices('GPU')
@@ -88,7 +97,7 @@ def num_gpus() -> int:
 
 def try_gpu(i: int = 0) -> Device:
     """Return ``gpu(i)`` if it exists, otherwise ``cpu()``."""
-    if check_index(i) < num_gpus():
+    if check_int('i', i, 0) < num_gpus():
         return gpu(i)
     return cpu()
 
@@ -98,26 +107,34 @@ def try_all_gpus() -> list[Device]:
     return [gpu(i) for i in range(num_gpus())] or [cpu()]
 
 
-def ensure_devices(n: int = 2, memory_limit_mb: int = 2048) -> list[Device]:
+def ensure_devices(n: int = 1, memory_limit_mb: int = 2048) -> list[Device]:
     """Give the notebook ``n`` devices of one kind, splitting a physical device when needed.
 
-    With ``n`` or more GPUs: the first ``n`` GPUs. With fewer GPUs: GPU 0 is split into logical GPUs
-    of ``memory_limit_mb`` each until there are ``n``. Without a GPU: the CPU is split into ``n``
-    logical CPUs. Logical devices share the hardware of the device they were split from; a line
-    printed by this function says so whenever it splits.
+    With ``n`` or more GPUs: the first ``n``. With fewer: GPU 0 is split into logical GPUs of
+    ``memory_limit_mb`` each until there are ``n``. Without a GPU: the CPU is split into ``n``
+    logical CPUs. Every GPU it does not split gets memory growth (TensorFlow then takes GPU memory
+    as it needs it, instead of all of it on every visible GPU). A line says so whenever it splits.
 
-    Call it before TensorFlow starts its runtime: before the first op, the first device scope
-    (``with tf.device(...)``, ``with try_gpu():``), ``env_report()`` or
-    ``tf.config.list_logical_devices()`` (``num_gpus``, ``try_gpu`` and ``try_all_gpus`` themselves
-    do not start it). Calling it again later with the same ``n`` is fine and returns the same
-    devices.
+    Call it before TensorFlow starts its runtime (the first op, device scope or ``env_report()``).
+    Calling it again with the same arguments returns the same devices; asking for another
+    memory limit once a GPU is split is an error (restart the kernel).
     """
-    n = check_int('n', n, 1)
-    memory_limit_mb = check_int('memory_limit_mb', memory_limit_mb, 1)
+    tf = _tf()
+    n = check_int('n', n)
+    memory_limit_mb = check_int('memory_limit_mb', memory_limit_mb)
     gpus = tf.config.get_visible_devices('GPU')
     kind, physical = ('GPU', gpus) if gpus else ('CPU', tf.config.get_visible_devices('CPU'))
-    have = sum(len(tf.config.get_logical_device_configuration(p) or [p]) for p in physical)
+    configs = [tf.config.get_logical_device_configuration(p) for p in physical]
+    have = sum(len(c or [p]) for c, p in zip(configs, physical, strict=False))
+    split = kind == 'GPU' and configs[0]
+    if split and {c.memory_limit for c in configs[0]} != {memory_limit_mb}:
+        raise RuntimeError(
+            f'GPU:0 đã được chia thành thiết bị logic {configs[0][0].memory_limit} MB; không đổi '
+            f'được thành {memory_limit_mb} MB khi TensorFlow đang chạy. Hãy khởi động lại kernel '
+            '(restart) rồi chạy lại từ đầu.'
+        )
     if have >= n:
+        _grow(tf, [p for c, p in zip(configs, physical, strict=False) if kind == 'GPU' and not c])
         return [Device(f'/{kind}:{i}') for i in range(n)]
     extra = n - len(physical) + 1
     config = tf.config.LogicalDeviceConfiguration(
@@ -128,11 +145,11 @@ def ensure_devices(n: int = 2, memory_limit_mb: int = 2048) -> list[Device]:
     except RuntimeError as err:
         raise RuntimeError(
             f'không chia được {kind}:0 thành {extra} thiết bị logic: TensorFlow đã khởi động các '
-            'thiết bị của nó (một phép toán TensorFlow, một khối `with tf.device(...)` hay '
-            '`with try_gpu():`, env_report() hoặc tf.config.list_logical_devices() đã chạy '
-            'trước). Hãy khởi động lại kernel (restart) và gọi ensure_devices() ngay sau khi '
-            'import, trước mọi thứ đó.'
+            'thiết bị của nó (một phép toán, một khối `with tf.device(...)` hay `with try_gpu():`, '
+            'env_report() đã chạy trước). Hãy khởi động lại kernel (restart) và gọi '
+            'ensure_devices() ngay sau khi import.'
         ) from err
+    _grow(tf, physical[1:] if kind == 'GPU' else [])
     print(
         f'Chỉ có {len(physical)} {kind} vật lý: đã chia {kind}:0 thành {extra} thiết bị logic '
         '(logical device) dùng chung phần cứng của nó.'
@@ -140,13 +157,83 @@ def ensure_devices(n: int = 2, memory_limit_mb: int = 2048) -> list[Device]:
     return [Device(f'/{kind}:{i}') for i in range(n)]
 
 
-def _nvidia_smi_memory() -> list[str]:
-    """Total memory per GPU from nvidia-smi when it exists (TF does not expose the total)."""
+def _grow(tf: Any, gpus: list) -> None:
+    for g in gpus:
+        try:
+            tf.config.experimental.set_memory_growth(g, True)
+        except (RuntimeError, ValueError):  # runtime already started: leave it as it is
+            pass
+
+
+@dataclass
+class GPUInfo:
+    """One logical GPU: its physical GPU, data, and the memory TensorFlow holds (MB = 2^20 B)."""
+
+    device: str
+    name: str | None = None
+    compute_capability: str | None = None  # '8.0'
+    physical: int | None = None
+    memory_total_mb: float | None = None  # of the physical GPU (nvidia-smi), None if unknown
+    memory_limit_mb: float | None = None  # of this logical device, None if not split
+    memory_current_mb: float = 0.0
+    memory_peak_mb: float = 0.0
+
+    def __str__(self) -> str:
+        total = f'{self.memory_total_mb:.0f} MB' if self.memory_total_mb else 'bộ nhớ ?'
+        limit = self.memory_limit_mb and f', thiết bị logic giới hạn {self.memory_limit_mb:.0f} MB'
+        return (
+            f'{self.device}: {self.name or "?"}, compute capability '
+            f'{self.compute_capability or "?"}, GPU vật lý {self.physical} ({total}){limit or ""}, '
+            f'TF đang dùng {self.memory_current_mb:.0f} MB (đỉnh {self.memory_peak_mb:.0f} MB)'
+        )
+
+
+@dataclass
+class EnvReport:
+    """What TensorFlow sees on this machine; its text replaces ``!nvidia-smi``."""
+
+    tensorflow: str
+    keras: str
+    numpy: str
+    built_with_cuda: bool
+    cuda: str | None
+    cudnn: str | None
+    physical: list[str]
+    logical: list[str]
+    tf32: bool | None = None
+    gpus: list[GPUInfo] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        cuda = f'có (CUDA {self.cuda}, cuDNN {self.cudnn})' if self.built_with_cuda else 'không'
+        lines = [
+            f'TensorFlow {self.tensorflow}, Keras {self.keras}, NumPy {self.numpy}',
+            f'bản build có CUDA: {cuda}',
+            'thiết bị vật lý: ' + ', '.join(self.physical),
+            'thiết bị logic:  ' + ', '.join(self.logical),
+        ]
+        if self.tf32 is not None:
+            lines.append(
+                'TF32 cho phép nhân float32 (chỉ GPU từ Ampere trở lên): '
+                + ('bật' if self.tf32 else 'tắt')
+            )
+        lines += [str(g) for g in self.gpus] or ['GPU: không tìm thấy GPU nào']
+        return '\n'.join(lines)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _smi_rows() -> list[dict[str, str]]:
+    """nvidia-smi's GPUs (index, uuid, name, memory.total in MiB), in its own (PCI) order."""
     if not shutil.which('nvidia-smi'):
         return []
+    query = 'index,uuid,name,memory.total'
     try:
         out = subprocess.run(
-            ['nvidia-smi', '--query-gpu=memory.total', '--format=csv,noheader'],
+            ['nvidia-smi', f'--query-gpu={query}', '--format=csv,noheader,nounits'],
             capture_output=True,
             text=True,
             timeout=10,
@@ -154,7 +241,31 @@ def _nvidia_smi_memory() -> list[str]:
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return []
-    return [line.strip() for line in out.splitlines() if line.strip()]
+    rows = [
+        dict(zip(query.split(','), map(str.strip, ln.split(',')), strict=False))
+        for ln in out.splitlines()
+    ]
+    return [r for r in rows if len(r) == 4]
+
+
+def _smi_row(p: int, name: str | None, rows: list[dict[str, str]]) -> dict[str, str] | None:
+    """The nvidia-smi row of TensorFlow's physical GPU ``p``, or None when that is not certain.
+
+    CUDA numbers GPUs fastest first and after ``CUDA_VISIBLE_DEVICES``; nvidia-smi numbers them in
+    PCI order. So: follow ``CUDA_VISIBLE_DEVICES`` (indices or UUIDs) when it is set; else pair by
+    name when that name is unique, or by position when every GPU has the same name.
+    """
+    visible = [v.strip() for v in os.environ.get('CUDA_VISIBLE_DEVICES', '').split(',')]
+    if 'CUDA_VISIBLE_DEVICES' in os.environ and p < len(visible) and visible[p]:
+        key = 'index' if visible[p].isdigit() else 'uuid'
+        match = [r for r in rows if r[key] == visible[p] or r['uuid'].startswith(visible[p])]
+        return match[0] if len(match) == 1 else None
+    same = [r for r in rows if r['name'] == name]
+    if len(same) == 1:
+        return same[0]
+    if rows and len({r['name'] for r in rows}) == 1 and p < len(rows):
+        return rows[p]
+    return None
 
 
 def env_report() -> EnvReport:
@@ -166,11 +277,11 @@ def env_report() -> EnvReport:
     import keras
     import numpy as np
 
+    tf = _tf()
     info = tf.sysconfig.get_build_info()
-    totals = _nvidia_smi_memory()
+    rows = _smi_rows()
     physical = tf.config.get_visible_devices('GPU')
-    # Logical GPUs come in physical order, each physical GPU giving as many as it was split into
-    # (Colab's T4 split in two by ensure_devices: /GPU:0 and /GPU:1 are both physical GPU 0).
+    # Logical GPUs come in physical order, each physical GPU giving as many as it was split into.
     owner = [
         (p, config.memory_limit if config is not dev else None)
         for p, dev in enumerate(physical)
@@ -179,24 +290,18 @@ def env_report() -> EnvReport:
     gpus = []
     for i, dev in enumerate(tf.config.list_logical_devices('GPU')):
         mem = tf.config.experimental.get_memory_info(dev.name)
-        entry = {
-            'device': Device(dev.name),
-            'memory_current_mb': mem['current'] / 2**20,
-            'memory_peak_mb': mem['peak'] / 2**20,
-        }
+        g = GPUInfo(Device(dev.name), memory_current_mb=mem['current'] / 2**20)
+        g.memory_peak_mb = mem['peak'] / 2**20
         if i < len(owner):
-            p, limit = owner[i]
-            details = tf.config.experimental.get_device_details(physical[p])
+            g.physical, g.memory_limit_mb = owner[i]
+            details = tf.config.experimental.get_device_details(physical[g.physical])
             cc = details.get('compute_capability')
-            entry.update(
-                name=details.get('device_name', '?'),
-                compute_capability='.'.join(map(str, cc)) if cc else '?',
-                physical=p,
-                memory_limit_mb=limit,
-            )
-            if p < len(totals):
-                entry['memory_total'] = totals[p]
-        gpus.append(entry)
+            g.name = details.get('device_name')
+            g.compute_capability = '.'.join(map(str, cc)) if cc else None
+            row = _smi_row(g.physical, g.name, rows)
+            if row and row['memory.total'].replace('.', '').isdigit():
+                g.memory_total_mb = float(row['memory.total'])
+        gpus.append(g)
     return EnvReport(
         tensorflow=tf.__version__,
         keras=keras.__version__,

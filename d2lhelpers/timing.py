@@ -1,56 +1,245 @@
-"""Timing that tells the truth about asynchronous devices.
+"""Timing that tells the truth about asynchronous devices, and the one rule for comparing timings.
 
-Taught in ``exercises/01-cpu-vs-gpu-matmul.ipynb``; used by every notebook that measures time.
+A GPU runs the ops Python queued *later*, so a clock read right after ``tf.matmul`` returns
+measures Python, not the GPU. ``benchmark`` therefore waits for every device before it starts and
+before it stops the clock, runs untimed warm-up calls (the first call traces, allocates and
+autotunes), puts enough calls in each timed run that the sync and the clock are small beside them
+(``number=None``), repeats, and reports the median and the IQR.
 
-A GPU runs the ops that Python queued *later*: a clock read right after ``tf.matmul`` returns
-measures how fast Python queued the work, not how fast the GPU did it. So ``benchmark`` waits for
-every device (``tf.test.experimental.sync_devices()``) before it starts and before it stops the
-clock, runs untimed warm-up calls first (the first call traces, allocates and autotunes), puts
-enough calls in each timed run that the sync and the clock are small beside them, repeats, and
-reports the median and the spread rather than one number.
-
-Two costs are not the work and can hide it. The timing itself: an empty timed interval (two
-syncs, two clock reads) costs a few µs on a CPU and ~80 µs on a GPU (measured on an H200);
-``benchmark`` measures it and reports it per call as ``BenchmarkResult.overhead``. And dispatch:
-each eager op costs ~10-100 µs of host time, so a GPU kernel that finishes sooner is invisible
-behind it. Time a trivial op the same way (``floor = benchmark(tiny_op)``) and treat a result
-with ``result.near(floor)`` as a measure of dispatch, not of the hardware.
-
-Public API: ``sync_devices``, ``Timer``, ``benchmark`` (``BenchmarkResult`` is in ``results``).
+Every cost sits in one of three regimes: *overhead* (the fixed cost of dispatching an op and of
+timing it: the floor), *memory bandwidth* and *compute*. Time a trivial op the same way
+(``floor = benchmark(tiny_op)``): a result with ``result.near(floor)`` measured overhead, not the
+hardware. ``compare(a, b)`` is the collection's one verdict rule: faster, slower or a tie, where a
+tie is a difference inside ``TIE_BAND`` or inside the measured spread (the runs' IQRs overlap).
 """
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-import tensorflow as tf
+from .checks import check_int, check_number, check_seconds
 
-from .checks import check_int, check_seconds
-from .results import BenchmarkResult
+__all__ = [
+    'NEAR_FLOOR',
+    'TIE_BAND',
+    'BenchmarkResult',
+    'Comparison',
+    'Timer',
+    'benchmark',
+    'compare',
+    'format_seconds',
+    'interleave',
+    'sync_devices',
+]
 
-__all__ = ['sync_devices', 'Timer', 'benchmark']
+#: A median within this factor of the floor measured the fixed cost, not the work.
+NEAR_FLOOR = 1.5
+#: Two timings closer than this factor are a tie, whatever their spreads.
+TIE_BAND = 1.1
+
+
+def format_seconds(s: float) -> str:
+    """A duration with a readable unit: ``1.234 s``, ``4.567 ms``, ``12.3 µs``."""
+    if s >= 1:
+        return f'{s:.3f} s'
+    if s >= 1e-3:
+        return f'{s * 1e3:.3f} ms'
+    return f'{s * 1e6:.1f} µs'
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    """Seconds per call of each timed run; ``flops``/``nbytes``: the work of one call.
+
+    ``number``: calls per timed run; ``overhead``: an empty timed interval (syncs and clock
+    reads) divided by ``number``, i.e. what the timing itself costs per call.
+    """
+
+    times: tuple[float, ...]
+    flops: float | None = None
+    label: str = ''
+    number: int = 1
+    overhead: float | None = None
+    nbytes: float | None = None
+
+    @property
+    def runs(self) -> int:
+        return len(self.times)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
+
+    def _quartiles(self) -> tuple[float, float]:
+        if self.runs < 2:
+            return self.times[0], self.times[0]
+        q = statistics.quantiles(self.times, n=4, method='inclusive')
+        return q[0], q[2]
+
+    @property
+    def q1(self) -> float:
+        return self._quartiles()[0]
+
+    @property
+    def q3(self) -> float:
+        return self._quartiles()[1]
+
+    @property
+    def iqr(self) -> float:
+        """Interquartile range: the middle half of the runs spans this many seconds."""
+        return self.q3 - self.q1
+
+    @property
+    def spread(self) -> float:
+        """IQR relative to the median (0.05: the middle half of the runs lie within 5%)."""
+        return self.iqr / self.median if self.median > 0 else 0.0
+
+    @property
+    def gflops(self) -> float | None:
+        """Throughput at the median, in 10^9 floating-point operations per second."""
+        return None if self.flops is None else self.flops / self.median / 1e9
+
+    @property
+    def gbs(self) -> float | None:
+        """Bytes moved per second at the median, in 10^9 bytes per second."""
+        return None if self.nbytes is None else self.nbytes / self.median / 1e9
+
+    def near(self, floor: BenchmarkResult | float, factor: float = NEAR_FLOOR) -> bool:
+        """True if the median is within ``factor`` times ``floor`` (a result or seconds)."""
+        floor_s = floor.median if isinstance(floor, BenchmarkResult) else float(floor)
+        return self.median <= factor * floor_s
+
+    def __str__(self) -> str:
+        text = (
+            f'{self.label + ": " if self.label else ""}{format_seconds(self.median)} ± '
+            f'{format_seconds(self.iqr / 2)} (trung vị ± nửa IQR, {self.runs} lần đo)'
+        )
+        if self.gflops is not None:
+            text += f', {self.gflops:.1f} GFLOP/s'
+        if self.gbs is not None:
+            text += f', {self.gbs:.1f} GB/s'
+        return text
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            'label': self.label,
+            'median_s': self.median,
+            'iqr_s': self.iqr,
+            'runs': self.runs,
+            'number': self.number,
+            'overhead_s': self.overhead,
+            'gflops': self.gflops,
+            'gbs': self.gbs,
+        }
+
+
+def _bounds(x: BenchmarkResult | float) -> tuple[float, float, float]:
+    if isinstance(x, BenchmarkResult):
+        return x.q1, x.median, x.q3
+    value = check_number('timing', x)
+    return value, value, value
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``a`` against ``b``: ``ratio`` = time of a / time of b (``low``..``high`` from the IQRs).
+
+    ``kind`` is ``'faster'``, ``'slower'`` or ``'tie'`` (a relative to b); ``speedup`` = 1/ratio.
+    """
+
+    a: str
+    b: str
+    ratio: float
+    low: float
+    high: float
+    band: float
+
+    @property
+    def speedup(self) -> float:
+        return 1 / self.ratio
+
+    @property
+    def kind(self) -> str:
+        if self.high < 1 and self.speedup > self.band:
+            return 'faster'
+        if self.low > 1 and self.ratio > self.band:
+            return 'slower'
+        return 'tie'
+
+    def target(self, limit: float, *, of: str = 'ratio') -> str:
+        """``of='ratio'``: is ratio ≤ limit? ``of='speedup'``: is speedup ≥ limit?
+
+        ``'đạt'`` (met, even at the pessimistic end of the spread), ``'không đạt'`` (missed even
+        at the optimistic end) or ``'trong nhiễu'`` (the spread straddles the limit).
+        """
+        if of == 'speedup':
+            limit, of = 1 / check_number('limit', limit), 'ratio'
+        if of != 'ratio':
+            raise ValueError(f"tham số `of` phải là 'ratio' hoặc 'speedup', nhận được {of!r}")
+        if self.high <= limit:
+            return 'đạt'
+        if self.low > limit:
+            return 'không đạt'
+        return 'trong nhiễu'
+
+    def __str__(self) -> str:
+        spread = f'(khoảng {self.low:.2f}x–{self.high:.2f}x theo IQR)'
+        if self.kind == 'faster':
+            return f'{self.a} nhanh hơn {self.b} {self.speedup:.2f}x {spread}'
+        if self.kind == 'slower':
+            return f'{self.a} chậm hơn {self.b} {self.ratio:.2f}x {spread}'
+        return (
+            f'{self.a} và {self.b} ngang nhau: tỉ số thời gian {self.ratio:.2f}x {spread}, '
+            f'trong dải hòa ±{self.band - 1:.0%} hoặc trong nhiễu'
+        )
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {'ratio': self.ratio, 'low': self.low, 'high': self.high, 'kind': self.kind}
+
+
+def compare(
+    a: BenchmarkResult | float,
+    b: BenchmarkResult | float,
+    *,
+    band: float = TIE_BAND,
+    names: tuple[str, str] | None = None,
+) -> Comparison:
+    """The one verdict rule: is ``a`` faster than, slower than, or tied with ``b``?
+
+    A win needs both: a median ratio beyond ``band`` and no overlap of the two IQRs (``a``'s
+    slowest quartile still beats ``b``'s fastest). Anything else is a tie. Plain numbers (seconds)
+    have no spread.
+    """
+    band = check_number('band', band, minimum=1)
+    (a1, am, a3), (b1, bm, b3) = _bounds(a), _bounds(b)
+    if names is None:
+        names = (getattr(a, 'label', '') or 'a', getattr(b, 'label', '') or 'b')
+    return Comparison(names[0], names[1], am / bm, a1 / b3, a3 / b1, band)
 
 
 def sync_devices() -> None:
     """Wait until every device has finished the work queued so far (eager mode only)."""
+    import tensorflow as tf
+
     tf.test.experimental.sync_devices()
 
 
 class Timer:
     """A stopwatch like ``d2l.Timer`` that also waits for the devices at ``start`` and ``stop``.
 
-    >>> timer = Timer()            # starts at once, as d2l's does
-    >>> ...; timer.stop()          # seconds since the last start; kept in timer.times
-    >>> timer.start(); ...; timer.stop()
-    >>> timer.avg(), timer.sum(), timer.cumsum()
-    >>> with Timer() as t: ...     # or as a context manager: t.times[-1]
-
-    ``clock`` is a parameter so tests can pass a fake one; ``sync=False`` skips the device sync
-    (only for code that has already synchronised, e.g. by calling ``.numpy()``, or for NumPy).
+    ``Timer()`` starts at once; ``stop()`` returns the seconds since the last ``start`` and keeps
+    them in ``times``; ``avg()``, ``sum()``, ``cumsum()`` as in d2l; ``with Timer() as t:`` works.
+    ``sync=False`` skips the device sync (NumPy, or code that already waited with ``.numpy()``).
     """
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter, sync: bool = True) -> None:
@@ -59,28 +248,23 @@ class Timer:
         self.start()
 
     def start(self) -> None:
-        """Start (or restart) the clock, once the devices are idle."""
         if self.sync:
             sync_devices()
         self.tik = self.clock()
 
     def stop(self) -> float:
-        """Wait for the devices, record the seconds since the last ``start`` and return them."""
         if self.sync:
             sync_devices()
         self.times.append(self.clock() - self.tik)
         return self.times[-1]
 
     def avg(self) -> float:
-        """The mean of the recorded times."""
         return sum(self.times) / len(self.times)
 
     def sum(self) -> float:
-        """The sum of the recorded times."""
         return sum(self.times)
 
     def cumsum(self) -> list[float]:
-        """The running sums of the recorded times (d2l plots epochs against them)."""
         total, sums = 0.0, []
         for t in self.times:
             total += t
@@ -99,11 +283,7 @@ _MAX_NUMBER = 10**6
 
 
 def _autorange(fn: Callable[[], Any], min_run_time: float, timer: Timer) -> int:
-    """The smallest ``number`` in 1, 2, 5, 10, 20, 50, ... whose run lasts ``min_run_time``.
-
-    Like ``timeit.Timer.autorange``; each trial run is itself an untimed warm-up. Stops at
-    10^6 calls per run (a call that takes no time at all, e.g. a Python no-op).
-    """
+    """The smallest of 1, 2, 5, 10, 20, ... calls whose run lasts ``min_run_time`` (as timeit)."""
     base = 1
     while True:
         for k in (1, 2, 5):
@@ -131,15 +311,9 @@ def benchmark(
 ) -> BenchmarkResult:
     """Time ``fn()`` honestly and return a ``BenchmarkResult`` (seconds per call).
 
-    ``warmup`` untimed calls come first. Then ``repeats`` timed runs, each of ``number`` calls
-    between two device synchronisations. ``number=None`` (the default) picks the smallest of
-    1, 2, 5, 10, ... whose run lasts at least ``min_run_time`` seconds, so the sync and the clock
-    (``overhead``, measured here on empty runs) are small beside the work. Report the median:
-    unlike the mean, one run slowed by the operating system does not move it; the IQR says how
-    much the runs disagree. ``flops``/``nbytes``: the work of one call, for GFLOP/s and GB/s.
-
-    ``sync=False`` is for work that is synchronous anyway (NumPy): waking TensorFlow's devices
-    there only adds noise, since their threads then compete with NumPy's BLAS for the cores.
+    ``warmup`` untimed calls, then ``repeats`` timed runs of ``number`` calls each between two
+    device syncs; ``number=None`` picks it so that a run lasts ``min_run_time``. ``sync=False``
+    for work that is synchronous anyway (NumPy): waking TensorFlow's devices there adds noise.
     """
     if not callable(fn):
         raise TypeError(f'tham số `fn` phải là một hàm gọi được, nhận được {fn!r}')
@@ -148,15 +322,8 @@ def benchmark(
     if number is not None:
         number = check_int('number', number, 1)
     min_run_time = check_seconds('min_run_time', min_run_time)
-    for name, value in (('flops', flops), ('nbytes', nbytes)):
-        if value is not None and (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not (math.isfinite(value) and value > 0)
-        ):
-            raise ValueError(
-                f'tham số `{name}` phải là một số dương hoặc None, nhận được {value!r}'
-            )
+    flops = None if flops is None else check_number('flops', flops, minimum=0, strict=True)
+    nbytes = None if nbytes is None else check_number('nbytes', nbytes, minimum=0, strict=True)
     for _ in range(warmup):
         fn()
     timer = Timer(clock=clock, sync=sync)
@@ -173,11 +340,41 @@ def benchmark(
         for _ in range(number):
             fn()
         timer.stop()
-    return BenchmarkResult(
-        times=tuple(t / number for t in timer.times),
-        flops=flops,
-        label=label,
-        number=number,
-        overhead=overhead,
-        nbytes=nbytes,
-    )
+    times = tuple(t / number for t in timer.times)
+    return BenchmarkResult(times, flops, label, number, overhead, nbytes)
+
+
+def interleave(
+    fns: Mapping[str, Callable[[], Any]],
+    *,
+    rounds: int = 5,
+    flops: float | Mapping[str, float] | None = None,
+    **options: Any,
+) -> dict[str, BenchmarkResult]:
+    """Benchmark several functions in alternating rounds, so a slow spell hits all of them.
+
+    Each function first gets its own ``number`` (as ``benchmark``); then each round times every
+    function once, in the given order in even rounds and reversed in odd ones. ``options`` go to
+    ``benchmark`` (``sync``, ``min_run_time``, ``warmup``...). Returns ``{name: result}``.
+    """
+    if not fns or not all(callable(f) for f in fns.values()):
+        raise TypeError('tham số `fns` phải là một dict {tên: hàm gọi được} không rỗng')
+    rounds = check_int('rounds', rounds, 1)
+    work = flops if isinstance(flops, Mapping) else dict.fromkeys(fns, flops)
+    first = {
+        name: benchmark(fn, repeats=1, flops=work.get(name), label=name, **options)
+        for name, fn in fns.items()
+    }
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    options = {**options, 'warmup': 0, 'number': None}
+    for r in range(rounds):
+        for name in list(fns) if r % 2 == 0 else list(fns)[::-1]:
+            options['number'] = first[name].number
+            one = benchmark(fns[name], repeats=1, **options)
+            times[name].extend(one.times)
+    return {
+        name: BenchmarkResult(
+            tuple(times[name]), work.get(name), name, res.number, res.overhead, res.nbytes
+        )
+        for name, res in first.items()
+    }

@@ -99,6 +99,8 @@ def test_keeps_what_is_not_a_measurement(text):
         'băng thông ≥ 80% data sheet',
         'tăng tốc lý tưởng 2x',
         'H200 SXM: 4800 GB/s, 67 TFLOP/s (số liệu từ data sheet)',
+        '  median_s.device_once: 421.150 ms (tham khảo)',
+        '  probe.speedup_by_n: 2000: 0.72x, 6000: 0.99x (tham khảo)',
     ],
 )
 def test_keeps_fixed_values(text):
@@ -119,3 +121,21 @@ def test_every_data_sheet_row_is_compared_as_it_is(spec):
 def test_a_measured_line_is_not_protected_by_a_data_sheet_line_below_it():
     text = 'đo được 3.93 TB/s, 20.1 ms\nH200 SXM: 4800 GB/s (data sheet)'
     assert sanitize(text) == 'đo được <số> TB/s, <thời gian>\nH200 SXM: 4800 GB/s (data sheet)'
+
+
+def test_every_reference_figure_is_compared_as_it_is():
+    from d2lhelpers import reference
+    from d2lhelpers.reference import load_run
+
+    run = load_run('h200-2026-11-30')
+    for name, entry in run['notebooks'].items():
+        keys = [*entry.get('results', {}), *('probe.' + k for k in entry.get('probe', {}))]
+        text = str(reference(name, *keys, run=run['id']))
+        figures = [ln for ln in text.splitlines() if ln.endswith('(tham khảo)')]
+        assert len(figures) == len(keys)
+        assert sanitize('\n'.join(figures)) == '\n'.join(figures)
+
+
+def test_a_measured_line_is_not_protected_by_a_reference_line_below_it():
+    text = 'đo được 12.0 ms\n  median_s.device_once: 421.150 ms (tham khảo)'
+    assert sanitize(text).splitlines()[0] == 'đo được <thời gian>'

@@ -40,11 +40,18 @@ EVERYWHERE = [
     ),
     (r'vẽ đồ thị', '"dựng đồ thị (tracing)", or "vẽ biểu đồ" for a plot'),
     (r'vị trí mềm', '"đặt thiết bị linh hoạt (soft placement)"'),
+    (r'phần chạy', '"runtime của TensorFlow"'),
+    (r'\blô\b', '"batch" (a batch of data)'),
+    (r'bản sao \(replica', '"replica" (untranslated; "bản sao" is a copy)'),
+    (r'tham số \(parameters?\)', '"thiết lập của notebook (parameters)"; "tham số" is a model\'s'),
+    (r'khoảng hòa', '"dải hòa"'),
 ]
 PROSE_ONLY = [
     (r'\bloss\b', '"hàm mất mát" / "giá trị mất mát" (`loss` only as code)'),
     (r'\bstrategy\b', '"chiến lược phân tán" / "chiến lược" (`strategy` only as code)'),
     (r'\d,\d', 'a decimal point, as in the code and its outputs (2.1, not 2,1)'),
+    (r'\bops?\b', '"phép toán (op)"'),
+    (r'\bcode\b', '"mã"'),
 ]
 ENGLISH_WORDS = {
     'the',
@@ -169,6 +176,13 @@ def test_document_vocabulary(path):
         'In loss ở mỗi bước.',
         'Tạo một strategy.',
         'Khoảng 2,1 tỉ FLOP.',
+        'Mỗi op tốn thời gian.',
+        'Khi phần chạy khởi động.',
+        'Chia lô dữ liệu.',
+        'Mỗi bản sao (replica) giữ một phần.',
+        'Tham số (parameters) của notebook.',
+        'Đoạn code này chạy trên GPU.',
+        'Trong khoảng hòa.',
     ],
 )
 def test_a_planted_banned_form_is_found(planted, tmp_path):
@@ -186,6 +200,8 @@ def test_a_planted_banned_form_is_found(planted, tmp_path):
         'Lớp `Device` là một chuỗi; tầng `Dense` có hai tham số.',
         'Giá trị mất mát `loss` của `strategy.run`; co giãn giá trị mất mát (loss scaling).',
         'Chiến lược phân tán (distribution strategy). Ma trận `(2,3)`; $1{,}0005^t$.',
+        'Mỗi phép toán (op) tốn thời gian; mỗi replica giữ một bản sao của tham số.',
+        'Thiết lập của notebook (parameters); runtime của TensorFlow; một batch dữ liệu.',
     ],
 )
 def test_the_glossary_forms_pass(fine):

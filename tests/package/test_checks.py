@@ -7,22 +7,21 @@ import math
 import pytest
 
 from d2lhelpers import (
+    check_auto,
     check_choice,
     check_devices,
-    check_index,
     check_int,
     check_int_list,
-    check_positive_int,
+    check_number,
     check_seconds,
     device_name,
 )
 
 
 def test_int_checks_return_the_value():
-    assert (check_int('k', 0, 0), check_positive_int('n', 3), check_index(2)) == (0, 3, 2)
+    assert (check_int('k', 0, 0), check_int('n', 3)) == (0, 3)
 
 
-@pytest.mark.parametrize('check', [check_positive_int, lambda name, v: check_int(name, v, 1)])
 @pytest.mark.parametrize(
     'bad, error, message',
     [
@@ -34,15 +33,39 @@ def test_int_checks_return_the_value():
         (None, TypeError, '(NoneType)'),
     ],
 )
-def test_int_check_names_the_parameter(check, bad, error, message):
+def test_int_check_names_the_parameter(bad, error, message):
     with pytest.raises(error) as info:
-        check('n', bad)
+        check_int('n', bad)  # minimum 1 by default
     assert message in str(info.value)
 
 
-def test_check_index_refuses_a_negative_index_by_its_name():
+def test_int_check_with_a_minimum_names_it():
     with pytest.raises(ValueError, match='tham số `i` phải >= 0, nhận được -1'):
-        check_index(-1)
+        check_int('i', -1, 0)
+
+
+@pytest.mark.parametrize(
+    'bad, kwargs, error, match',
+    [
+        ('1', {}, TypeError, 'phải là một số'),
+        (True, {}, TypeError, 'phải là một số'),
+        (math.nan, {}, ValueError, 'hữu hạn'),
+        (0.5, {'minimum': 1}, ValueError, '>= 1'),
+        (0, {'minimum': 0, 'strict': True}, ValueError, '> 0'),
+    ],
+)
+def test_number_check(bad, kwargs, error, match):
+    assert check_number('x', 2.5, **kwargs) == 2.5
+    with pytest.raises(error, match=f'tham số `x`.*{match}'):
+        check_number('x', bad, **kwargs)
+
+
+def test_auto_check_resolves_auto_and_checks_the_rest():
+    assert check_auto('n', 'auto', check_int, 64) == 64
+    assert check_auto('n', ' auto ', check_int, 64) == 64
+    assert check_auto('n', 5, check_int, 64) == 5
+    with pytest.raises(TypeError, match='tham số `n`'):
+        check_auto('n', 'tự động', check_int, 64)
 
 
 @pytest.mark.parametrize('value', [0.5, 2, 1e-9])

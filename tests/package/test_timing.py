@@ -17,7 +17,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from d2lhelpers import BenchmarkResult, Timer, benchmark, find_spec
+from d2lhelpers import BenchmarkResult, Timer, benchmark, compare, find_spec, interleave
 from d2lhelpers import timing as timing_module
 
 
@@ -111,7 +111,7 @@ def test_benchmark_exact_statistics(events):
         clock=FakeClock(bench_clock(0.001, [1.0, 2.0, 3.0, 4.0, 10.0])),
     )
     assert (r.runs, r.median, r.iqr, r.gflops) == (5, 3.0, 2.0, 2.0)
-    assert (r.min, r.max, r.number) == (1.0, 10.0, 1)
+    assert (r.q1, r.q3, r.number) == (2.0, 4.0, 1)
     assert r.overhead == pytest.approx(0.001)
 
 
@@ -225,10 +225,12 @@ def test_benchmark_non_callable_is_a_type_error(fn):
 
 # --- real devices ------------------------------------------------------------------------------
 
-GPU = pytest.mark.skipif(
-    not tf.config.list_physical_devices('GPU'),
-    reason='needs a GPU: timings on a CPU are synchronous',
-)
+_HAS_GPU = bool(tf.config.list_physical_devices('GPU'))
+_SKIP = pytest.mark.skipif(not _HAS_GPU, reason='needs a GPU: timings on a CPU are synchronous')
+
+
+def GPU(test):  # noqa: N802 - a decorator, named like pytest's marks
+    return pytest.mark.gpu(_SKIP(test))
 
 
 def matmul_on(device: str, n: int):
@@ -277,14 +279,15 @@ def test_gpu_dispatch_bound_point_is_flagged(no_tf32):
 
 
 @pytest.mark.timing
-def test_matmul_median_agrees_with_independent_measurement(report_figure):
+def test_matmul_median_agrees_with_independent_measurement(no_tf32, report_figure):
     """benchmark() against perf_counter around calls that wait for a scalar reduction.
 
     The reference waits with ``tf.reduce_sum(...).numpy()``: it copies 4 bytes, not the n x n
-    result (on a GPU a 4 MB device-to-host copy would dominate a 1000x1000 matmul).
+    result. TF32 is off and, on a GPU, n = 4096, so that both sides time the kernel (a float32
+    4096^3 matmul takes milliseconds even on an H200) rather than the fixed costs around it.
     """
-    n, rounds, per_round = 1000, 20, 3
-    fn = matmul_on('/GPU:0' if tf.config.list_physical_devices('GPU') else '/CPU:0', n)
+    n, rounds, per_round = (4096 if _HAS_GPU else 1000), 20, 3
+    fn = matmul_on('/GPU:0' if _HAS_GPU else '/CPU:0', n)
     ours, plain = [], []
 
     def measure_ours():
@@ -313,3 +316,65 @@ def test_matmul_median_agrees_with_independent_measurement(report_figure):
     )
     report_figure(figures)
     assert 0.9 <= ratio <= 1.1, figures
+
+
+# --- compare: the one verdict rule -------------------------------------------------------------
+
+
+def result(*times, label=''):
+    return BenchmarkResult(tuple(times), label=label)
+
+
+def test_a_clear_win_beyond_the_band_and_outside_the_noise():
+    fast, slow = result(1.0, 1.01, 0.99, 1.0, 1.02, label='a'), result(2.0, 2.02, 1.98, 2.0, 2.01)
+    c = compare(fast, slow)
+    assert (c.kind, round(c.speedup, 2)) == ('faster', 2.0)
+    assert str(c).startswith('a nhanh hơn b 2.00x')
+    assert compare(slow, fast).kind == 'slower' and 'chậm hơn' in str(compare(slow, fast))
+
+
+def test_a_difference_inside_the_band_is_a_tie():
+    c = compare(result(1.0, 1.0, 1.0), result(1.05, 1.05, 1.05))
+    assert c.kind == 'tie' and 'ngang nhau' in str(c) and 'dải hòa ±10%' in str(c)
+
+
+def test_a_large_median_difference_inside_overlapping_spreads_is_a_tie():
+    # medians 1.0 vs 1.5 (beyond the band), but the runs overlap: noise, not a win
+    noisy_a = result(0.6, 0.8, 1.0, 1.6, 1.7)
+    noisy_b = result(0.9, 1.2, 1.5, 1.8, 2.2)
+    assert compare(noisy_a, noisy_b).kind == 'tie'
+    assert compare(noisy_b, noisy_a).kind == 'tie'
+
+
+def test_plain_seconds_have_no_spread_and_a_wider_band_makes_a_tie():
+    assert compare(1.0, 1.3).kind == 'faster'
+    assert compare(1.0, 1.3, band=1.5).kind == 'tie'
+    with pytest.raises(ValueError, match='tham số `band`'):
+        compare(1.0, 1.3, band=0.9)
+
+
+@pytest.mark.parametrize(
+    'a, limit, of, word',
+    [
+        ((1.10, 1.12, 1.15), 1.2, 'ratio', 'đạt'),
+        ((1.25, 1.30, 1.32), 1.2, 'ratio', 'không đạt'),
+        ((1.15, 1.19, 1.26), 1.2, 'ratio', 'trong nhiễu'),  # 1.19x vs 1.2x inside its own noise
+        ((0.50, 0.52, 0.53), 1.8, 'speedup', 'đạt'),
+        ((0.60, 0.62, 0.64), 1.8, 'speedup', 'không đạt'),
+    ],
+)
+def test_a_target_is_met_missed_or_inside_the_noise(a, limit, of, word):
+    assert compare(result(*a), result(1.0, 1.0, 1.0)).target(limit, of=of) == word
+
+
+def test_interleave_alternates_the_order_of_the_rounds(events):
+    calls = []
+    fns = {'a': lambda: calls.append('a'), 'b': lambda: calls.append('b')}
+    results = interleave(fns, rounds=3, number=1, warmup=0, sync=False)
+    assert calls == ['a', 'b', 'a', 'b', 'b', 'a', 'a', 'b']  # first runs, then a-b, b-a, a-b
+    assert [r.runs for r in results.values()] == [3, 3] and results['a'].label == 'a'
+
+
+def test_interleave_refuses_what_is_not_a_dict_of_functions():
+    with pytest.raises(TypeError, match='`fns`'):
+        interleave({'a': 5})
