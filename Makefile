@@ -27,7 +27,7 @@ NBVAL := --nbval --nbval-sanitize-with tests/sanitize.cfg --nbval-cell-timeout 6
 # one worker, in order. XDIST= runs everything in one process.
 XDIST ?= -n 2 --dist loadscope
 
-.PHONY: test lint nbval run refresh lab bench clean venv
+.PHONY: test lint nbval run refresh lab bench clean venv gpu-check
 
 venv: $(STAMP)
 
@@ -85,3 +85,9 @@ bench: $(STAMP)
 
 clean:
 	rm -rf build .pytest_cache
+
+# On a GPU machine: every notebook into build/gpu-check/, the tests marked gpu, the run recorded
+# (build/gpu-check/run.json) and checked against physics and the GPU's data sheet (tools/gpucheck).
+# Without a GPU it prints one line saying why and succeeds.
+gpu-check: $(STAMP)
+	PYTHONPATH=tools$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m gpucheck

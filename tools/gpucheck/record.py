@@ -1,0 +1,214 @@
+"""Store a batch run on a GPU machine as a reference run: ``d2lhelpers/runs/ID.json``.
+
+    PYTHONPATH=tools python -m gpucheck.record BUILD_DIR --id h200-2027-01-15 [--driver 580]
+
+Reads ``BUILD_DIR/summary.json`` (written by ``python -m nbrun``) and, when ``nvidia-smi`` is
+there, the driver, name and memory of the GPUs. Writes the run in the schema that
+``d2lhelpers.reference`` reads (see ``d2lhelpers/runs/h200-2026-11-30.json``): machine, software,
+commit, the ``d2lhelpers.__version__`` of the notebooks that ran, and for each notebook its status,
+time, parameters, headline and saved results. ``artefacts`` starts empty (a maintainer marks the
+figures later shown to be wrong, with the reason) and there is no ``probe``. An existing run is
+kept unless ``--force``; the file is written to a temporary name and then renamed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_OUT = ROOT / 'd2lhelpers' / 'runs'
+_DATE = re.compile(r'(\d{4}-\d{2}-\d{2})$')
+_ID = re.compile(r'[a-z0-9][a-z0-9.-]*')
+
+
+class RecordError(Exception):
+    """A run that cannot be recorded (the message is for the user, in Vietnamese)."""
+
+
+def nvidia_smi() -> list[dict[str, str]]:
+    """One dict (driver, name, memory) per GPU that ``nvidia-smi`` lists; [] without it."""
+    exe = shutil.which('nvidia-smi')
+    if exe is None:
+        return []
+    query = ['--query-gpu=driver_version,name,memory.total', '--format=csv,noheader']
+    try:
+        out = subprocess.run(
+            [exe, *query], capture_output=True, text=True, timeout=30, check=True
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    rows = []
+    for line in out.splitlines():
+        parts = [p.strip() for p in line.split(',')]
+        if len(parts) == 3:
+            rows.append(dict(zip(('driver', 'name', 'memory'), parts, strict=True)))
+    return rows
+
+
+def _collection_version() -> str:
+    sys.path.insert(0, str(ROOT))
+    try:
+        import d2lhelpers
+    finally:
+        sys.path.remove(str(ROOT))
+    return d2lhelpers.__version__
+
+
+def build_run(
+    summary: dict[str, Any],
+    run_id: str,
+    *,
+    smi: list[dict[str, str]] | None = None,
+    driver: str | None = None,
+    cuda_libraries: str | None = None,
+    date: str | None = None,
+    version: str | None = None,
+) -> dict[str, Any]:
+    """The reference-run dict of a batch ``summary`` (the content of summary.json)."""
+    smi = smi or []
+    env = summary.get('environment') or {}
+    machine = summary.get('machine') or {}
+    gpus = env.get('gpus') or []
+    first = gpus[0] if gpus else {}
+    physical = [d for d in env.get('physical') or [] if 'GPU' in str(d)]
+    if date is None:
+        found = _DATE.search(run_id)
+        date = found.group(1) if found else datetime.date.today().isoformat()
+    notebooks = {}
+    for nb in summary.get('notebooks') or []:
+        name = str(nb['notebook']).removesuffix('.ipynb')
+        notebooks[name] = {
+            'status': nb.get('status'),
+            'seconds': nb.get('seconds'),
+            'parameters': nb.get('parameters') or {},
+            'headline': nb.get('headline') or '',
+            'results': nb.get('results') or {},
+            'artefacts': {},
+        }
+    tf32 = env.get('tf32')
+    notes = []
+    if tf32 is not None:
+        notes.append(f'TF32 {"bật" if tf32 else "tắt"} khi `env_report()` chạy.')
+    logical = [d for d in env.get('logical') or [] if 'GPU' in str(d)]
+    if len(logical) > len(physical) >= 1:
+        notes.append(
+            f'{len(physical)} GPU vật lý, {len(logical)} thiết bị logic trong báo cáo môi trường.'
+        )
+    return {
+        'id': run_id,
+        'date': date,
+        'commit': summary.get('commit'),
+        'collection_version': version if version is not None else _collection_version(),
+        'command': summary.get('command'),
+        'machine': {
+            'gpu': first.get('name') or (smi[0]['name'] if smi else None),
+            'gpu_count': len(physical) or len(smi),
+            'compute_capability': first.get('compute_capability'),
+            'gpu_memory': first.get('memory_total') or (smi[0]['memory'] if smi else None),
+            'driver': driver or (smi[0]['driver'] if smi else None),
+            'cuda_libraries': cuda_libraries,
+            'cpu_cores': machine.get('cores'),
+            'platform': machine.get('platform'),
+            'python': machine.get('python'),
+        },
+        'software': {
+            'tensorflow': env.get('tensorflow'),
+            'tf_cuda': env.get('cuda'),
+            'cudnn': env.get('cudnn'),
+            'keras': env.get('keras'),
+            'numpy': env.get('numpy'),
+        },
+        'notes': notes,
+        'notebooks': notebooks,
+    }
+
+
+def dumps(run: dict[str, Any]) -> str:
+    """The text of a run file: indent 1, UTF-8 as is, a final newline."""
+    return json.dumps(run, indent=1, ensure_ascii=False) + '\n'
+
+
+def write_run(run: dict[str, Any], out: Path, *, force: bool = False) -> Path:
+    """Write ``run`` to ``out/<id>.json`` atomically; refuse to replace one unless ``force``."""
+    if not _ID.fullmatch(run['id']):
+        raise RecordError(f'id {run["id"]!r} không hợp lệ: chỉ chữ thường, số, "-" và "."')
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / f'{run["id"]}.json'
+    if target.exists() and not force:
+        raise RecordError(f'{target} đã có: không ghi đè (thêm --force để ghi đè)')
+    fd, tmp = tempfile.mkstemp(prefix=f'.{run["id"]}.', suffix='.tmp', dir=out)
+    try:
+        with os.fdopen(fd, 'w', encoding='utf-8') as f:
+            f.write(dumps(run))
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def record(
+    build_dir: Path,
+    run_id: str,
+    *,
+    out: Path = DEFAULT_OUT,
+    driver: str | None = None,
+    cuda_libraries: str | None = None,
+    force: bool = False,
+    smi: list[dict[str, str]] | None = None,
+) -> Path:
+    """Read ``build_dir/summary.json``, write the run; returns the file written."""
+    path = Path(build_dir) / 'summary.json'
+    try:
+        summary = json.loads(path.read_text(encoding='utf-8'))
+    except FileNotFoundError:
+        raise RecordError(f'không có {path}: chạy python -m nbrun ... --out {build_dir}') from None
+    except json.JSONDecodeError as e:
+        raise RecordError(f'{path} không phải JSON hợp lệ: {e}') from None
+    run = build_run(
+        summary,
+        run_id,
+        smi=nvidia_smi() if smi is None else smi,
+        driver=driver,
+        cuda_libraries=cuda_libraries,
+    )
+    return write_run(run, Path(out), force=force)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog='python -m gpucheck.record', description=__doc__)
+    parser.add_argument('build_dir', type=Path, help='thư mục --out của python -m nbrun')
+    parser.add_argument('--id', required=True, help='tên lần chạy, ví dụ h200-2027-01-15')
+    parser.add_argument('--driver', help='phiên bản driver (mặc định: theo nvidia-smi)')
+    parser.add_argument('--cuda-libraries', help='thư viện CUDA của máy, ví dụ "CUDA 13"')
+    parser.add_argument('--out', type=Path, default=DEFAULT_OUT, help='mặc định d2lhelpers/runs')
+    parser.add_argument('--force', action='store_true', help='ghi đè lần chạy đã có')
+    args = parser.parse_args(argv)
+    try:
+        target = record(
+            args.build_dir,
+            args.id,
+            out=args.out,
+            driver=args.driver,
+            cuda_libraries=args.cuda_libraries,
+            force=args.force,
+        )
+    except RecordError as e:
+        print(f'gpucheck.record: {e}', file=sys.stderr)
+        return 1
+    print(f'gpucheck.record: đã ghi {target}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
