@@ -14,85 +14,34 @@ no side effects. Its only dependency is NumPy; TensorFlow and Keras come from th
 
 from __future__ import annotations
 
+# ruff: noqa: E402, I001 (one compact import list, kept by hand)
+
 __version__ = '0.3.0'
 
-from .checks import (  # noqa: E402
-    check_auto,
-    check_choice,
-    check_devices,
-    check_int,
-    check_int_list,
-    check_number,
-    check_seconds,
-    device_name,
+# fmt: off
+from .checks import (
+    check_auto, check_choice, check_devices, check_int, check_int_list, check_number,
+    check_seconds, device_name,
 )
-from .datasheets import DATASHEETS, GPUSpec, find_spec  # noqa: E402
-from .devices import (  # noqa: E402
-    Device,
-    EnvReport,
-    GPUInfo,
-    cpu,
-    ensure_devices,
-    env_report,
-    gpu,
-    num_gpus,
-    try_all_gpus,
+from .datasheets import DATASHEETS, GPUSpec, find_spec
+from .devices import (
+    Device, EnvReport, GPUInfo, cpu, ensure_devices, env_report, gpu, num_gpus, try_all_gpus,
     try_gpu,
 )
-from .multiworker import WorkerError, WorkerResult, WorkerTimeout, run_workers, tf_config  # noqa: E402
-from .reference import Reference, reference  # noqa: E402
-from .results import save_results  # noqa: E402
-from .timing import (  # noqa: E402
-    NEAR_FLOOR,
-    TIE_BAND,
-    BenchmarkResult,
-    Comparison,
-    Timer,
-    benchmark,
-    compare,
-    format_seconds,
-    interleave,
-    sync_devices,
+from .multiworker import WorkerError, WorkerResult, WorkerTimeout, run_workers, tf_config
+from .reference import Reference, reference
+from .results import save_results
+from .timing import (
+    NEAR_FLOOR, TIE_BAND, BenchmarkResult, Comparison, Timer, benchmark, compare, format_seconds,
+    interleave, sync_devices,
 )
 
 __all__ = [
-    'DATASHEETS',
-    'NEAR_FLOOR',
-    'TIE_BAND',
-    'BenchmarkResult',
-    'Comparison',
-    'Device',
-    'EnvReport',
-    'GPUInfo',
-    'GPUSpec',
-    'Reference',
-    'Timer',
-    'WorkerError',
-    'WorkerResult',
-    'WorkerTimeout',
-    'benchmark',
-    'check_auto',
-    'check_choice',
-    'check_devices',
-    'check_int',
-    'check_int_list',
-    'check_number',
-    'check_seconds',
-    'compare',
-    'cpu',
-    'device_name',
-    'ensure_devices',
-    'env_report',
-    'find_spec',
-    'format_seconds',
-    'gpu',
-    'interleave',
-    'num_gpus',
-    'reference',
-    'run_workers',
-    'save_results',
-    'sync_devices',
-    'tf_config',
-    'try_all_gpus',
-    'try_gpu',
+    'DATASHEETS', 'NEAR_FLOOR', 'TIE_BAND', 'BenchmarkResult', 'Comparison', 'Device', 'EnvReport',
+    'GPUInfo', 'GPUSpec', 'Reference', 'Timer', 'WorkerError', 'WorkerResult', 'WorkerTimeout',
+    'benchmark', 'check_auto', 'check_choice', 'check_devices', 'check_int', 'check_int_list',
+    'check_number', 'check_seconds', 'compare', 'cpu', 'device_name', 'ensure_devices',
+    'env_report', 'find_spec', 'format_seconds', 'gpu', 'interleave', 'num_gpus', 'reference',
+    'run_workers', 'save_results', 'sync_devices', 'tf_config', 'try_all_gpus', 'try_gpu',
 ]
+# fmt: on

@@ -14,17 +14,6 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-__all__ = [
-    'check_auto',
-    'check_choice',
-    'check_devices',
-    'check_int',
-    'check_int_list',
-    'check_number',
-    'check_seconds',
-    'device_name',
-]
-
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
@@ -59,13 +48,7 @@ def check_number(
 
 def check_seconds(name: str, value: object) -> float:
     """Return ``value`` if it is a finite number of seconds > 0 (``nan``, ``inf`` are refused)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f'tham số `{name}` phải là một số giây, nhận được {_kind(value)}')
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(
-            f'tham số `{name}` phải là một số giây hữu hạn và dương, nhận được {value}'
-        )
-    return float(value)
+    return check_number(name, value, minimum=0, strict=True)
 
 
 def check_auto(name: str, value: object, check: Callable[[str, Any], Any], auto: Any) -> Any:
@@ -86,11 +69,7 @@ def _literal(name: str, value: object, what: str) -> object:
 
 
 def check_int_list(name: str, value: object) -> list[int]:
-    """Return ``value`` as a list if it is a non-empty list of ints > 0, else raise naming ``name``.
-
-    A string such as ``"[64, 128]"`` is read as a Python literal first: papermill's ``-p`` passes
-    lists as text.
-    """
+    """A non-empty list of ints > 0; a string such as ``"[64, 128]"`` (papermill's ``-p``) too."""
     value = _literal(name, value, 'một danh sách số nguyên')
     if not isinstance(value, (list, tuple)):
         raise TypeError(f'tham số `{name}` phải là một danh sách số nguyên, nhận được {value!r}')
@@ -119,11 +98,7 @@ _DEVICE = re.compile(
 
 
 def device_name(text: object) -> str:
-    """The short name of a device: ``'/job:localhost/.../device:GPU:1'`` -> ``'/GPU:1'``.
-
-    Accepts ``'/GPU:0'``, ``'GPU:0'``, ``'gpu:0'``, ``'/device:CPU:0'`` and TensorFlow's long
-    names; anything else is a ValueError (TypeError if it is not a string).
-    """
+    """The short name of a device: ``'/job:localhost/.../device:GPU:1'`` -> ``'/GPU:1'``."""
     if not isinstance(text, str):
         raise TypeError(f'tên thiết bị phải là chuỗi như "/GPU:0", nhận được {_kind(text)}')
     match = _DEVICE.fullmatch(text.strip())
@@ -133,12 +108,8 @@ def device_name(text: object) -> str:
 
 
 def check_devices(name: str, value: object, available: Sequence[str]) -> list[str]:
-    """``'all'`` -> every device of ``available``; or a list of device names that exist here.
-
-    Refusing a device that does not exist matters: TensorFlow would silently run its ops on
-    ``/CPU:0`` instead (soft placement), and a figure labelled ``/GPU:0`` would be a CPU figure.
-    Duplicates are dropped; names come back short (``'/GPU:0'``).
-    """
+    """``'all'`` or device names that exist here (soft placement would silently run a missing
+    ``/GPU:0`` on the CPU, and label a CPU figure "GPU"); short names, no duplicates."""
     available = [device_name(d) for d in available]
     what = "'all' hoặc một danh sách tên thiết bị"
     if isinstance(value, str) and value.strip() == 'all':

@@ -1,23 +1,13 @@
 """Published figures of common NVIDIA GPUs, from their data sheets: never measurements.
 
-One table for the whole collection, so every notebook quotes the same figures and says where they
-come from. Tensor-core figures are *dense* (NVIDIA's sheets for Ampere and newer print the figure
-"with sparsity", twice the dense one; the dense figure is half of it). ``None`` means the GPU has
-no such tensor-core mode (a T4 has no TF32 or bfloat16 tensor cores).
-
-Every text this module prints for a row ends with ``(data sheet)``: ``tests/sanitize.cfg`` leaves
-the numbers of such lines alone, so a changed data-sheet figure fails the notebook check, while
-measured figures elsewhere are masked.
-
-Public API: ``GPUSpec``, ``DATASHEETS``, ``find_spec``.
+Tensor-core figures are dense (half NVIDIA's "with sparsity" figure); ``None``: no such mode. A
+row prints ending with ``(data sheet)``, which tests/sanitize.cfg compares verbatim.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-__all__ = ['GPUSpec', 'DATASHEETS', 'find_spec']
 
 
 @dataclass(frozen=True)
@@ -72,10 +62,8 @@ DATASHEETS: tuple[GPUSpec, ...] = (
     GPUSpec('H200 SXM', 141, 4800, 67, 494.5, 989.5, 989.5, _H200),
 )
 
-# What TensorFlow's get_device_details()['device_name'] says (e.g. 'NVIDIA A100-PCIE-40GB',
-# 'NVIDIA H100 80GB HBM3', 'Tesla V100-SXM2-32GB') -> the row above; None = no row. The first
-# pattern that matches wins: a Grace Hopper superchip (GH200) has no row, so it matches nothing
-# rather than the H200's; a name with no form factor gets the SXM row (the data-centre default).
+# TensorFlow's device_name ('NVIDIA A100-PCIE-40GB', 'NVIDIA H100 80GB HBM3') -> a row; the first
+# match wins. GH200 (Grace Hopper) has no row; a name without form factor gets the SXM row.
 _PATTERNS = (
     (r'GH\d00', None),
     (r'\bT4\b', 'T4'),

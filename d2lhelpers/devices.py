@@ -1,16 +1,8 @@
 """Devices: name them, count them, fall back safely, and report what the machine has.
 
-The d2l names and call shapes are kept (``cpu()``, ``gpu(i)``, ``num_gpus()``, ``try_gpu(i)``,
-``try_all_gpus()``), so d2l-style code keeps working: ``with try_gpu(): ...``,
-``tf.device(try_gpu())``, and d2l's own training functions, which read ``device._device_name``.
-Four of d2l's defects are fixed:
-
-* a device reads as its name (``/GPU:0``), not as ``_EagerDeviceContext at 0x7f...``;
-* ``try_all_gpus()`` returns ``[cpu()]`` when there is no GPU, never ``[]``;
-* logical GPUs count (one physical GPU split in two is two GPUs for TensorFlow);
-* counting GPUs does not start TensorFlow's runtime, so ``ensure_devices`` can still split a
-  device after ``try_gpu()`` or ``num_gpus()`` (``env_report()`` does start it).
-
+d2l's names and call shapes (``cpu``, ``gpu``, ``num_gpus``, ``try_gpu``, ``try_all_gpus``,
+``device._device_name``) with d2l's defects fixed: a device prints as its name, ``try_all_gpus()``
+is never empty, logical GPUs count, and counting does not start TensorFlow's runtime.
 TensorFlow is imported inside the functions, so ``import d2lhelpers`` works without it.
 """
 
@@ -24,19 +16,6 @@ from typing import Any
 
 from .checks import check_int, device_name
 
-__all__ = [
-    'Device',
-    'EnvReport',
-    'GPUInfo',
-    'cpu',
-    'ensure_devices',
-    'env_report',
-    'gpu',
-    'num_gpus',
-    'try_all_gpus',
-    'try_gpu',
-]
-
 
 def _tf():
     import tensorflow as tf
@@ -45,21 +24,15 @@ def _tf():
 
 
 class Device(str):
-    """A device name such as ``/GPU:0`` that is also a device context.
-
-    It *is* a ``str``: ``tf.device(d)``, ``d == '/GPU:0'`` and f-strings work, and it shows as its
-    name. ``with d:`` places the ops created in the block on that device, exactly like
-    ``with tf.device(d):``. To ask where a tensor is, compare ``Device(x.device) == d``
-    (``x.device`` is TensorFlow's long name, ``/job:localhost/replica:0/task:0/device:GPU:0``).
-    """
+    """A device name such as ``/GPU:0`` (a ``str``) that is also a device context: ``with d:``
+    is ``with tf.device(d):``; ``Device(x.device) == d`` asks where tensor ``x`` is."""
 
     def __new__(cls, name: Any) -> Device:
         if not isinstance(name, str) and hasattr(name, 'device_type'):  # a tf.DeviceSpec
             name = f'{name.device_type or ""}:{name.device_index or 0}'
         return super().__new__(cls, device_name(name))
 
-    def __repr__(self) -> str:
-        return str(self)
+    __repr__ = str.__str__
 
     @property
     def _device_name(self) -> str:
@@ -115,9 +88,8 @@ def ensure_devices(n: int = 1, memory_limit_mb: int = 2048) -> list[Device]:
     logical CPUs. Every GPU it does not split gets memory growth (TensorFlow then takes GPU memory
     as it needs it, instead of all of it on every visible GPU). A line says so whenever it splits.
 
-    Call it before TensorFlow starts its runtime (the first op, device scope or ``env_report()``).
-    Calling it again with the same arguments returns the same devices; asking for another
-    memory limit once a GPU is split is an error (restart the kernel).
+    Call it before TensorFlow's runtime starts (first op, device scope, ``env_report()``); again
+    with the same arguments, it returns the same devices; with another memory limit, it raises.
     """
     tf = _tf()
     n = check_int('n', n)
@@ -188,7 +160,7 @@ class GPUInfo:
         )
 
 
-@dataclass
+@dataclass(repr=False)
 class EnvReport:
     """What TensorFlow sees on this machine; its text replaces ``!nvidia-smi``."""
 
@@ -219,8 +191,7 @@ class EnvReport:
         lines += [str(g) for g in self.gpus] or ['GPU: không tìm thấy GPU nào']
         return '\n'.join(lines)
 
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(str(self))
+    __repr__ = __str__
 
     def as_dict(self) -> dict:
         return asdict(self)

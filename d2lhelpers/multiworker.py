@@ -27,9 +27,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ['run_workers', 'WorkerResult', 'WorkerError', 'WorkerTimeout']
-__all__ += ['NetworkIsolationError', 'tf_config']
-
 WORKER_SCRIPT = Path(__file__).with_name('multiworker_worker.py')
 UNSHARE = ['unshare', '--map-root-user', '--net']  # then exec the launcher: it keeps the pid
 ISOLATED_NOTE = (

@@ -1,11 +1,7 @@
-"""Reference GPU runs, stored as data: real GPU answers for a learner who has no GPU.
-
-A run is one JSON file in ``d2lhelpers/runs/`` (written by ``tools/gpucheck/record.py`` from a
-batch run on a GPU machine): the machine, the software, the commit and version of the notebooks
-that ran, and for each notebook what it saved, with the figures later shown to be wrong marked
-as artefacts (and why). ``reference(notebook, *keys)`` picks figures from it; printing the result
-labels them as reference data, not as this run's measurements, and says when the run is of an
-older version of the notebooks.
+"""Reference GPU runs stored as data (``d2lhelpers/runs/*.json``, written by tools/gpucheck):
+real GPU answers for a learner without a GPU. ``reference(notebook, *keys)`` prints figures
+labelled as reference data, marks artefacts with their reason, and says when the run is older
+than the notebooks.
 """
 
 from __future__ import annotations
@@ -16,8 +12,6 @@ from importlib import resources
 from typing import Any
 
 from . import __version__
-
-__all__ = ['Reference', 'load_run', 'reference', 'reference_runs']
 
 _UNITS = (
     ('speedup', 'x'),
@@ -79,7 +73,7 @@ def _format(value: Any, path: list[str]) -> str:
     return f'{value:g}'
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Reference:
     """Figures of one notebook in one reference run; ``ref[key]`` is the raw value."""
 
@@ -114,8 +108,7 @@ class Reference:
             lines.append(line)
         return '\n'.join(lines)
 
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(str(self))
+    __repr__ = __str__
 
 
 def reference(notebook: str, *keys: str, run: str | None = None) -> Reference:

@@ -13,8 +13,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-__all__ = ['save_results']
-
 
 def _jsonable(value: Any) -> Any:
     """Plain JSON types from NumPy/TF values (arrays too), tuples and objects with ``as_dict``."""

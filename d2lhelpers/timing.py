@@ -15,6 +15,7 @@ tie is a difference inside ``TIE_BAND`` or inside the measured spread (the runs'
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -22,19 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from .checks import check_int, check_number, check_seconds
-
-__all__ = [
-    'NEAR_FLOOR',
-    'TIE_BAND',
-    'BenchmarkResult',
-    'Comparison',
-    'Timer',
-    'benchmark',
-    'compare',
-    'format_seconds',
-    'interleave',
-    'sync_devices',
-]
 
 #: A median within this factor of the floor measured the fixed cost, not the work.
 NEAR_FLOOR = 1.5
@@ -51,7 +39,15 @@ def format_seconds(s: float) -> str:
     return f'{s * 1e6:.1f} µs'
 
 
-@dataclass(frozen=True)
+def _quartiles(times: tuple[float, ...]) -> list[float]:
+    return (
+        statistics.quantiles(times, n=4, method='inclusive')[::2]
+        if len(times) > 1
+        else [*times] * 2
+    )
+
+
+@dataclass(frozen=True, repr=False)
 class BenchmarkResult:
     """Seconds per call of each timed run; ``flops``/``nbytes``: the work of one call.
 
@@ -74,19 +70,13 @@ class BenchmarkResult:
     def median(self) -> float:
         return statistics.median(self.times)
 
-    def _quartiles(self) -> tuple[float, float]:
-        if self.runs < 2:
-            return self.times[0], self.times[0]
-        q = statistics.quantiles(self.times, n=4, method='inclusive')
-        return q[0], q[2]
-
     @property
-    def q1(self) -> float:
-        return self._quartiles()[0]
+    def q1(self) -> float:  # first quartile: a quarter of the runs were faster
+        return _quartiles(self.times)[0]
 
     @property
     def q3(self) -> float:
-        return self._quartiles()[1]
+        return _quartiles(self.times)[1]
 
     @property
     def iqr(self) -> float:
@@ -124,20 +114,11 @@ class BenchmarkResult:
             text += f', {self.gbs:.1f} GB/s'
         return text
 
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(str(self))
+    __repr__ = __str__
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            'label': self.label,
-            'median_s': self.median,
-            'iqr_s': self.iqr,
-            'runs': self.runs,
-            'number': self.number,
-            'overhead_s': self.overhead,
-            'gflops': self.gflops,
-            'gbs': self.gbs,
-        }
+        names = ('label', 'median', 'iqr', 'runs', 'number', 'overhead', 'gflops', 'gbs')
+        return {k + '_s' * (k in ('median', 'iqr', 'overhead')): getattr(self, k) for k in names}
 
 
 def _bounds(x: BenchmarkResult | float) -> tuple[float, float, float]:
@@ -147,7 +128,7 @@ def _bounds(x: BenchmarkResult | float) -> tuple[float, float, float]:
     return value, value, value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Comparison:
     """``a`` against ``b``: ``ratio`` = time of a / time of b (``low``..``high`` from the IQRs).
 
@@ -174,11 +155,8 @@ class Comparison:
         return 'tie'
 
     def target(self, limit: float, *, of: str = 'ratio') -> str:
-        """``of='ratio'``: is ratio ≤ limit? ``of='speedup'``: is speedup ≥ limit?
-
-        ``'đạt'`` (met, even at the pessimistic end of the spread), ``'không đạt'`` (missed even
-        at the optimistic end) or ``'trong nhiễu'`` (the spread straddles the limit).
-        """
+        """Is ratio ≤ limit (``of='speedup'``: speedup ≥ limit)? ``'đạt'`` even at the pessimistic
+        end of the spread, ``'không đạt'`` even at the optimistic end, else ``'trong nhiễu'``."""
         if of == 'speedup':
             limit, of = 1 / check_number('limit', limit), 'ratio'
         if of != 'ratio':
@@ -196,12 +174,11 @@ class Comparison:
         if self.kind == 'slower':
             return f'{self.a} chậm hơn {self.b} {self.ratio:.2f}x {spread}'
         return (
-            f'{self.a} và {self.b} ngang nhau: tỉ số thời gian {self.ratio:.2f}x {spread}, '
-            f'trong dải hòa ±{self.band - 1:.0%} hoặc trong nhiễu'
+            f'{self.a} và {self.b} ngang nhau: tỉ số thời gian {self.ratio:.2f}x {spread}; '
+            f'hòa khi trong dải hòa ≤ {self.band:.2f}x hoặc khi IQR hai bên chồng nhau'
         )
 
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(str(self))
+    __repr__ = __str__
 
     def as_dict(self) -> dict[str, Any]:
         return {'ratio': self.ratio, 'low': self.low, 'high': self.high, 'kind': self.kind}
@@ -214,12 +191,8 @@ def compare(
     band: float = TIE_BAND,
     names: tuple[str, str] | None = None,
 ) -> Comparison:
-    """The one verdict rule: is ``a`` faster than, slower than, or tied with ``b``?
-
-    A win needs both: a median ratio beyond ``band`` and no overlap of the two IQRs (``a``'s
-    slowest quartile still beats ``b``'s fastest). Anything else is a tie. Plain numbers (seconds)
-    have no spread.
-    """
+    """The one verdict rule: ``a`` faster than, slower than, or tied with ``b``? A win needs a
+    median ratio beyond ``band`` and no overlap of the IQRs; else a tie. Seconds have no spread."""
     band = check_number('band', band, minimum=1)
     (a1, am, a3), (b1, bm, b3) = _bounds(a), _bounds(b)
     if names is None:
@@ -265,11 +238,7 @@ class Timer:
         return sum(self.times)
 
     def cumsum(self) -> list[float]:
-        total, sums = 0.0, []
-        for t in self.times:
-            total += t
-            sums.append(total)
-        return sums
+        return list(itertools.accumulate(self.times))
 
     def __enter__(self) -> Timer:
         self.start()

@@ -335,7 +335,7 @@ def test_a_clear_win_beyond_the_band_and_outside_the_noise():
 
 def test_a_difference_inside_the_band_is_a_tie():
     c = compare(result(1.0, 1.0, 1.0), result(1.05, 1.05, 1.05))
-    assert c.kind == 'tie' and 'ngang nhau' in str(c) and 'dải hòa ±10%' in str(c)
+    assert c.kind == 'tie' and 'ngang nhau' in str(c) and 'dải hòa ≤ 1.10x' in str(c)
 
 
 def test_a_large_median_difference_inside_overlapping_spreads_is_a_tie():
