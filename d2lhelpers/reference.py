@@ -104,7 +104,7 @@ class Reference:
         for key, value in self.values.items():
             line = f'  {key}: {_format(value, key.split("."))} (tham khảo)'
             if key in self.artefacts:
-                line += f'\n    số đo hỏng (artefact): {self.artefacts[key]}'
+                line += f'\n    số đo hỏng (artefact): {self.artefacts[key]} (tham khảo)'
             lines.append(line)
         return '\n'.join(lines)
 
