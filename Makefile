@@ -17,11 +17,13 @@ REQS   := requirements.txt
 STAMP  := $(VENV)/.installed-gpu$(GPU)
 NB     ?= notebooks exercises
 
-# The notebooks' kernel (capture_fd_output off, TF quiet: d2lhelpers/kernel.py) is found before any
+# The notebooks' kernel (capture_fd_output off, TF quiet: tools/nbrun/kernel.py) is found before any
 # other python3 kernel. The kernelspec carries the notebooks' environment; tests/conftest.py gives
 # it to the test processes.
 export JUPYTER_PATH := $(abspath $(VENV))/share/jupyter
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# The maintainer tools (batch runner nbrun, gpucheck) live in tools/, not in the package.
+export PYTHONPATH := $(abspath tools)$(if $(PYTHONPATH),:$(PYTHONPATH))
 NBVAL := --nbval --nbval-sanitize-with tests/sanitize.cfg --nbval-cell-timeout 600
 # Two pytest-xdist workers; --dist loadscope keeps each notebook's cells (and each test module) on
 # one worker, in order. XDIST= runs everything in one process.
@@ -31,7 +33,7 @@ XDIST ?= -n 2 --dist loadscope
 
 venv: $(STAMP)
 
-$(STAMP): $(REQS) pyproject.toml d2lhelpers/kernel.py
+$(STAMP): $(REQS) pyproject.toml tools/nbrun/kernel.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -c 'import sys; assert sys.version_info >= (3, 10), "Python >= 3.10 is needed"'
 	$(PY) -m pip install --quiet --upgrade pip
@@ -40,17 +42,20 @@ ifeq ($(GPU),1)
 	$(PY) -m pip uninstall --quiet --yes tensorflow-cpu
 	$(PY) -m pip install --quiet -r $(VENV)/requirements-gpu.txt
 else
+	@# back from GPU=1: the two TensorFlow builds share the tensorflow/ folder
+	$(PY) -m pip uninstall --quiet --yes tensorflow 2>/dev/null || true
 	$(PY) -m pip install --quiet -r $(REQS)
 endif
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
-	$(PY) -m d2lhelpers.kernel $(VENV)
+	$(PY) -m nbrun.kernel $(VENV)
 	@rm -f $(VENV)/.installed-gpu*
 	@touch $@
 
 test: $(STAMP) lint
 	@start=$$(date +%s); \
 	$(PY) -m pytest tests $(NB) $(NBVAL) -m 'not timing' $(XDIST); status=$$?; \
-	echo "make test: pytest took $$(( $$(date +%s) - start )) s (exit $$status)"; exit $$status
+	echo "make test: pytest took $$(( $$(date +%s) - start )) s (exit $$status)"; \
+	$(PY) -m nbrun.budget; exit $$status
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -61,10 +66,10 @@ nbval: $(STAMP)
 	$(PY) -m pytest $(NB) $(NBVAL)
 
 run: $(STAMP)
-	$(PY) -m d2lhelpers.batch $(NB) --out build
+	$(PY) -m nbrun $(NB) --out build
 
 refresh: $(STAMP)
-	$(PY) -m d2lhelpers.batch $(NB) --inplace --out build/refresh
+	$(PY) -m nbrun $(NB) --inplace --out build/refresh
 
 # JupyterLab (requirements-lab.txt) on top of the project's environment, only for `make lab`:
 # installed with requirements.txt as constraints, so the pinned versions (and GPU=1's TensorFlow)
@@ -90,4 +95,4 @@ clean:
 # (build/gpu-check/run.json) and checked against physics and the GPU's data sheet (tools/gpucheck).
 # Without a GPU it prints one line saying why and succeeds.
 gpu-check: $(STAMP)
-	PYTHONPATH=tools$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m gpucheck
+	$(PY) -m gpucheck

@@ -1,4 +1,4 @@
-"""How much time the batch runner adds: ``python -m d2lhelpers.batch --jobs 1`` against the sum of
+"""How much time the batch runner adds: ``python -m nbrun --jobs 1`` against the sum of
 the notebooks' own execution times (target: within 10%). It prints figures; it is not a test.
 
     python benchmarks/batch_overhead.py                  # 3 generated notebooks of ~20 s each
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import nbformat
 
-from d2lhelpers.kernel import available_cores
+from nbrun.kernel import available_cores
 
 TARGET = 1.10
 
@@ -82,7 +82,7 @@ def main() -> int:
         tmp = Path(tmp)
         paths = args.paths or make_notebooks(tmp, args.count, args.work)
         out = tmp / 'out'
-        cmd = [sys.executable, '-m', 'd2lhelpers.batch', *paths, '--jobs', '1', '--out', str(out)]
+        cmd = [sys.executable, '-m', 'nbrun', *paths, '--jobs', '1', '--out', str(out)]
         if args.no_report:
             cmd.append('--no-report')
         load = os.getloadavg()[0]

@@ -18,12 +18,20 @@ from pathlib import Path
 
 import pytest
 
-from d2lhelpers.kernel import QUIET_ENV
+# The maintainer tools (tools/nbrun, tools/gpucheck) are not installed: the tests and every
+# process they start find them on PYTHONPATH.
+_TOOLS = str(Path(__file__).resolve().parents[1] / 'tools')
+sys.path.insert(0, _TOOLS)
+os.environ['PYTHONPATH'] = os.pathsep.join(
+    [_TOOLS, *filter(None, os.environ.get('PYTHONPATH', '').split(os.pathsep))]
+)
+
+from nbrun.kernel import QUIET_ENV  # noqa: E402
 
 # tests/nb/ (the batch runner's test notebooks) has its own conftest that keeps nbval out of it.
 
 # The tests, their subprocesses and nbval's kernels run in the notebooks' environment (one
-# definition: d2lhelpers.kernel.QUIET_ENV), with the project's own Jupyter kernel.
+# definition: nbrun.kernel.QUIET_ENV), with the project's own Jupyter kernel.
 os.environ.update(QUIET_ENV)
 _KERNELS = Path(sys.prefix) / 'share' / 'jupyter'  # where `make` installed the kernelspec
 os.environ['JUPYTER_PATH'] = os.pathsep.join(

@@ -13,10 +13,10 @@ import zlib
 
 import nbformat
 import pytest
+from nbrun.notebook import canonical, declared_parameters
 from nbtools import NOTEBOOKS, ROOT, code_cells, ignores_output, load, nbval_options, sanitize
 
 from d2lhelpers.datasheets import DATASHEETS
-from d2lhelpers.notebook import canonical, declared_parameters
 
 COLAB = 'https://colab.research.google.com/github/d2l-vi/d2l-tf-gpu/blob/main/'
 MACHINE_PATHS = ('/work/', '/tmp/', '/root/', '/home/')
@@ -79,50 +79,11 @@ def test_kernelspec_is_python3(path):
 
 
 @per_notebook
-def test_no_papermill_metadata(path):
-    nb = load(path)
-    assert 'papermill' not in nb.metadata
-    assert not [
-        c.get('id')
-        for c in nb.cells
-        if 'injected-parameters' in c.get('metadata', {}).get('tags', [])
-    ]
-
-
-@per_notebook
-def test_no_volatile_cell_metadata(path):
-    bad = [
-        (i, key)
-        for i, c in enumerate(load(path).cells)
-        for key in ('execution', 'papermill', 'ExecuteTime')
-        if key in c.get('metadata', {})
-    ]
-    bad += [
-        (i, 'output.metadata.execution')
-        for i, c in enumerate(load(path).cells)
-        for out in c.get('outputs', [])
-        if 'execution' in out.get('metadata', {})
-    ]
-    assert not bad, f'volatile metadata (cell index, key): {bad}'
-
-
-@per_notebook
 def test_execution_counts_are_1_to_n(path):
     cells = code_cells(load(path))
     assert [c.execution_count for c in cells] == list(range(1, len(cells) + 1)), (
         'stored outputs must come from one clean run: `make refresh NB=' + path + '`'
     )
-
-
-@per_notebook
-def test_execute_results_carry_their_cell_count(path):
-    bad = [
-        cell_name(c)
-        for c in code_cells(load(path))
-        for out in c.outputs
-        if out.output_type == 'execute_result' and out.execution_count != c.execution_count
-    ]
-    assert not bad, f'cells with a mismatched execute_result count: {bad}'
 
 
 @per_notebook
@@ -233,46 +194,12 @@ def test_markdown_has_no_d2lbook_markup(path):
 
 
 @per_notebook
-def test_results_path_is_saved(path):
-    nb = load(path)
-    if 'results_path' not in declared_parameters(nb):
-        pytest.skip('declares no results_path')
-    assert any('save_results(' in c.source for c in code_cells(nb)), (
-        'declares results_path but no code cell calls save_results('
-    )
-
-
-@per_notebook
-def test_timing_notebooks_say_so_in_metadata(path):
-    nb = load(path)
-    if not any(re.search(r'\b(benchmark|Timer)\(', c.source) for c in code_cells(nb)):
-        pytest.skip('times nothing')
-    assert nb.metadata.get('d2l', {}).get('measures_time') is True, (
-        'a notebook that times code needs metadata "d2l": {"measures_time": true}'
-    )
-
-
-@per_notebook
 def test_stored_form_is_canonical(path):
     text = (ROOT / path).read_text(encoding='utf-8')
     expected = nbformat.writes(canonical(nbformat.reads(text, as_version=nbformat.NO_CONVERT)))
     if not expected.endswith('\n'):
         expected += '\n'
     assert text == expected, f'not in its committed form: run `make refresh NB={path}`'
-
-
-def test_notebooks_named_by_helper_docstrings_exist():
-    named = {
-        m
-        for module in ('devices', 'timing', 'results', 'checks', 'datasheets')
-        for m in re.findall(
-            r'(?:notebooks|exercises)/[\w.-]+\.ipynb',
-            (ROOT / 'd2lhelpers' / f'{module}.py').read_text(encoding='utf-8'),
-        )
-    }
-    assert named, 'the helper modules name no notebook that teaches them'
-    missing = sorted(m for m in named if not (ROOT / m).exists())
-    assert not missing, f'helper docstrings name notebooks that do not exist: {missing}'
 
 
 def report_cells(nb, tag: str) -> list:

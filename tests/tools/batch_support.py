@@ -30,11 +30,11 @@ def copy(folder: Path, *names: str) -> None:
 
 
 def command(*args: str) -> list[str]:
-    return [sys.executable, '-m', 'd2lhelpers.batch', *args]
+    return [sys.executable, '-m', 'nbrun', *args]
 
 
 def batch(folder: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    """Run ``python -m d2lhelpers.batch ARGS`` in ``folder`` and wait for it."""
+    """Run ``python -m nbrun ARGS`` in ``folder`` and wait for it."""
     return subprocess.run(
         command(*args), cwd=folder, capture_output=True, text=True, timeout=timeout
     )

@@ -20,10 +20,9 @@ import time
 
 import pytest
 from batch_support import command, copy, entries, summary, survivors, wait_for
-
-from d2lhelpers.batch import cli, run
-from d2lhelpers.batch.processes import TOKEN_VAR, alive, kill_run, new_token
-from d2lhelpers.batch.run import RunnerError
+from nbrun import cli, run
+from nbrun.processes import TOKEN_VAR, alive, kill_run, new_token
+from nbrun.run import RunnerError
 
 
 def assert_stopped(tmp_path, pids: dict[str, int], ending: str) -> dict[str, dict]:
@@ -52,7 +51,7 @@ def test_a_signal_stops_the_batch(tmp_path):
             copy(folder, 'hang', 'ok')
             with open(folder / 'stderr.txt', 'w') as err:
                 procs[case] = subprocess.Popen(
-                    command('hang.ipynb', 'ok.ipynb', '--jobs', '1', '--out', 'out'),
+                    command('hang.ipynb', 'ok.ipynb', '--out', 'out'),
                     cwd=folder,
                     stdout=subprocess.PIPE,
                     stderr=err,
@@ -104,7 +103,7 @@ def test_an_exception_in_the_runner_stops_the_batch(tmp_path, monkeypatch, capsy
     monkeypatch.setattr(run, 'wait', failing_wait)
     handler = signal.getsignal(signal.SIGINT)
     with pytest.raises(OSError, match='disk on fire'):
-        cli.main(['hang.ipynb', 'ok.ipynb', '--jobs', '1', '--out', 'out'])
+        cli.main(['hang.ipynb', 'ok.ipynb', '--out', 'out'])
     got = assert_stopped(tmp_path, json.loads((tmp_path / 'hang.here').read_text()), 'runner error')
     assert got['hang.ipynb']['status'] == 'interrupted'
     assert '(runner error)' in got['hang.ipynb']['error']['evalue']
@@ -124,7 +123,7 @@ def test_an_exception_in_a_job_stops_the_batch(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(run, 'new_token', no_token)
     with pytest.raises(RunnerError, match='ok.ipynb') as err:
-        cli.main(['ok.ipynb', 'raises.ipynb', '--jobs', '1', '--out', 'out'])
+        cli.main(['ok.ipynb', 'raises.ipynb', '--out', 'out'])
     assert 'no token today' in str(err.value)
     top = summary(tmp_path / 'out')
     assert top['ending'] == 'runner error' and 'no token today' in top['runner_error']

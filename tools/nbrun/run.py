@@ -1,13 +1,12 @@
-"""Running the planned jobs: each notebook in a worker process, a few at a time, every ending
-accounted for.
+"""Running the planned jobs: each notebook in a worker process, one after the other (most
+notebooks measure time, so none may run beside another), every ending accounted for.
 
-``Batch(jobs, out=..., jobs_at_once=..., timeout=..., inplace=...)``; ``batch.run()`` runs them
-and returns one summary entry per job (``batch.entries()`` gives them too, at any time after).
+``Batch(jobs, out=..., timeout=..., inplace=...)``; ``batch.run()`` runs them and returns one
+summary entry per job (``batch.entries()`` gives them too, at any time after). The job runs in a
+helper thread so that the main thread stays free for signals.
 
-- The notebooks that do not measure time run ``jobs_at_once`` at a time, then those that do
-  (``Job.measures_time``) one by one, alone.
 - Each runs in its own worker (``worker.py``), in a new session, with the project's kernel (a
-  kernelspec made from ``d2lhelpers.kernel`` in a private folder put first on JUPYTER_PATH, and
+  kernelspec made from ``nbrun.kernel`` in a private folder put first on JUPYTER_PATH, and
   ``QUIET_ENV``). The worker's status, progress, results and papermill's own output file live in
   that private folder (``tempfile.mkdtemp``, removed at the end), and so does its log until
   it ends; only complete files reach ``--out``, each written atomically, so two batches that
@@ -41,9 +40,9 @@ from typing import Any
 
 import nbformat
 
-from ..kernel import QUIET_ENV, install_kernelspec
-from ..notebook import one_line, refreshed, write_notebook
-from ..results import atomic_write
+from .atomic import atomic_write
+from .kernel import QUIET_ENV, install_kernelspec
+from .notebook import one_line, refreshed, write_notebook
 from .plan import Job
 from .processes import TOKEN_VAR, kill_run, new_token
 
@@ -81,7 +80,6 @@ class _Files:
 class Batch:
     jobs: list[Job]
     out: Path
-    jobs_at_once: int = 1
     timeout: float = 1800.0
     inplace: bool = False
     echo: Any = field(default=None, repr=False)  # prints one progress line (default: print)
@@ -133,23 +131,17 @@ class Batch:
         try:
             env = self._environment(self._private)
             (self.out / 'logs').mkdir(parents=True, exist_ok=True)
-            pending = deque(
-                [j for j in self.jobs if not j.measures_time]
-                + [j for j in self.jobs if j.measures_time]
-            )
-            shared = sum(not j.measures_time for j in self.jobs)
+            pending = deque(self.jobs)
             self.echo(
-                f'{len(self.jobs)} notebook(s): {shared} at most {self.jobs_at_once} at a time, '
-                f'then {len(self.jobs) - shared} alone (they measure time); '
-                f'timeout {self.timeout:g} s each'
+                f'{len(self.jobs)} notebook(s), one at a time; timeout {self.timeout:g} s each'
             )
-            pool = ThreadPoolExecutor(self.jobs_at_once, thread_name_prefix='d2l-batch')
+            pool = ThreadPoolExecutor(1, thread_name_prefix='d2l-batch')
             running: dict[Future, Job] = {}
             try:
                 while pending or running:
                     if self._stop_request is not None or self._crash is not None:
                         break
-                    while pending and self._may_start(pending[0], list(running.values())):
+                    if pending and not running:
                         job = pending.popleft()
                         running[pool.submit(self._job, job, env)] = job
                     done, _ = wait(running, timeout=_POLL, return_when=FIRST_COMPLETED)
@@ -170,21 +162,19 @@ class Batch:
             raise RunnerError(f'runner error while running {name}:\n{tb}') from err
         return self.entries()
 
-    def _may_start(self, job: Job, running: list[Job]) -> bool:
-        if job.measures_time:
-            return not running
-        return len(running) < self.jobs_at_once and not any(j.measures_time for j in running)
-
     def _environment(self, private: Path) -> dict[str, str]:
         install_kernelspec(private)
         jupyter_path = [
             str(private / 'share' / 'jupyter'),
             *filter(None, os.environ.get('JUPYTER_PATH', '').split(os.pathsep)),
         ]
+        tools = str(Path(__file__).resolve().parents[1])  # so `python -m nbrun.worker` is found
+        python_path = [tools, *filter(None, os.environ.get('PYTHONPATH', '').split(os.pathsep))]
         return {
             **os.environ,
             **QUIET_ENV,
             'JUPYTER_PATH': os.pathsep.join(jupyter_path),
+            'PYTHONPATH': os.pathsep.join(python_path),
             'PYTHONUNBUFFERED': '1',
         }
 
@@ -232,7 +222,7 @@ class Batch:
         command = [
             sys.executable,
             '-m',
-            'd2lhelpers.batch.worker',
+            'nbrun.worker',
             *('--source', str(job.source), '--output', str(files.output)),
             *('--scratch', str(files.scratch), '--status', str(files.status)),
             *('--progress', str(files.progress), '--cwd', str(job.source.parent)),
@@ -242,10 +232,7 @@ class Batch:
         with self._lock:  # a stop either sees this run registered, or it never starts
             if self._stopping:
                 return self._entry(job)
-            self.echo(
-                f'{"":>{len(_bar(0, len(self.jobs))) + 1}}start   {job.name}'
-                + (' (alone: measures time)' if job.measures_time else '')
-            )
+            self.echo(f'{"":>{len(_bar(0, len(self.jobs))) + 1}}start   {job.name}')
             start, started_at = time.perf_counter(), time.time()
             with open(files.worker_log, 'wb') as log:
                 popen = subprocess.Popen(
@@ -351,29 +338,18 @@ class Batch:
             'error': None,
             'parameters': dict(job.parameters),
             'results': None,
-            'measures_time': job.measures_time,
             'start': None,
             'end': None,
-            'beside': [],
             'kernel_seconds': None,
             'output': None,
             'log': None,
         }
 
     def entries(self) -> list[dict[str, Any]]:
-        """One entry per job, in the order of the jobs; ``beside``: the notebooks that ran at
-        the same time (their start-end intervals overlap)."""
+        """One entry per job, in the order of the jobs."""
         with self._lock:
             done = {name: dict(e) for name, e in self._entries.items()}
-        result = [done.get(j.name) or self._entry(j) for j in self.jobs]
-        ran = [e for e in result if e['start'] is not None]
-        for e in ran:
-            e['beside'] = [
-                o['notebook']
-                for o in ran
-                if o is not e and o['start'] < e['end'] and e['start'] < o['end']
-            ]
-        return result
+        return [done.get(j.name) or self._entry(j) for j in self.jobs]
 
     def _print_done(self, entry: dict[str, Any]) -> None:
         why = ''

@@ -1,6 +1,7 @@
 """``OUT/summary.json``: what a batch did, written in every ending (TensorFlow-free).
 
-Top level: ``command``, ``jobs``, ``timeout``, ``inplace``, ``ending`` (``finished``, ``SIGINT``,
+Top level: ``command``, ``commit`` (of the repository, or null), ``timeout``, ``inplace``,
+``ending`` (``finished``, ``SIGINT``,
 ``SIGTERM`` or ``runner error``), ``runner_error`` (its traceback, or null), ``started`` (local
 time, ISO 8601), ``wall_seconds``, ``counts`` (notebooks per status), ``load_average``
 (``start``, ``end``: 1-minute load), ``machine`` (OS, Python, cores), ``environment`` (what
@@ -12,9 +13,10 @@ until the report fills it in), ``report_seconds`` (once a report is written), an
 ``not run``), ``seconds`` (null if not run), ``error`` (``cell``: index in the committed notebook,
 ``cell_id``, ``ename``, ``evalue``: one line; null when ok), ``parameters`` (as given; not
 ``results_path``), ``results`` (the JSON the notebook saved with ``save_results`` to its
-``results_path``, or null), ``measures_time``, ``start`` and ``end`` (seconds since the batch
-started), ``beside`` (the notebooks that ran at the same time), ``kernel_seconds`` (papermill's
-duration), ``output`` and ``log`` (paths relative to the folder of ``summary.json``, or null);
+``results_path``, or null), ``headline`` (the text of its ``report-headline`` cells, once the
+report is written), ``start`` and ``end`` (seconds since the batch started),
+``kernel_seconds`` (papermill's duration), ``output`` and ``log`` (paths relative to the
+folder of ``summary.json``, or null);
 with ``--inplace``, ``refreshed``; ``note`` where something deserves one.
 """
 
@@ -28,8 +30,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..kernel import QUIET_ENV, available_cores
-from ..results import atomic_write
+from .atomic import atomic_write
+from .kernel import QUIET_ENV, available_cores
 
 __all__ = ['machine', 'environment', 'load_average', 'make_summary', 'write_summary']
 

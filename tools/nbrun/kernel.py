@@ -3,7 +3,7 @@
 ipykernel 7 forwards output written by C/C++ code (file-descriptor level) into the notebook, but
 not when it runs under pytest, so an output recorded by papermill could hold lines that nbval never
 sees. Both therefore run the kernel with ``capture_fd_output`` off: ``make`` installs a ``python3``
-kernelspec with these arguments into ``.venv`` (``python -m d2lhelpers.kernel PREFIX``) and the
+kernelspec with these arguments into ``.venv`` (``python -m nbrun.kernel PREFIX``) and the
 batch runner passes them to papermill itself.
 """
 
@@ -59,5 +59,5 @@ def install_kernelspec(prefix: str | Path) -> Path:
 
 if __name__ == '__main__':
     if len(sys.argv) != 2:
-        sys.exit('usage: python -m d2lhelpers.kernel PREFIX')
+        sys.exit('usage: python -m nbrun.kernel PREFIX')
     print(install_kernelspec(sys.argv[1]))

@@ -1,4 +1,4 @@
-"""The batch runner, ``python -m d2lhelpers.batch`` (see ``cli.py`` or ``--help``).
+"""The batch runner, ``python -m nbrun`` (see ``cli.py`` or ``--help``).
 
 One job per module, in the order a batch goes through them:
 

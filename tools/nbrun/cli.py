@@ -1,13 +1,12 @@
 """Run notebooks in batch with papermill and write a summary and a report.
 
-    python -m d2lhelpers.batch [NOTEBOOK_OR_DIR ...] [-p NAME VALUE ...] [-f params.yaml]
-                               [--jobs N] [--out DIR] [--timeout SECONDS] [--inplace]
+    python -m nbrun [NOTEBOOK_OR_DIR ...] [-p NAME VALUE ...] [-f params.yaml]
+                               [--out DIR] [--timeout SECONDS] [--inplace]
                                [--no-report]
 
 With no paths it runs ``notebooks/`` and ``exercises/``. Each notebook runs in its own process
 (papermill, with the notebook's folder as working directory, as under nbval, and the kernel of
-``d2lhelpers.kernel``), ``--jobs`` at a time; a notebook whose metadata says it measures time
-(``metadata.d2l.measures_time``) always runs alone. A notebook that fails or passes ``--timeout``
+``nbrun.kernel``), one after the other. A notebook that fails or passes ``--timeout``
 (its kernel and every process it started are killed, even one stuck in native code) does not
 stop the others. A cell tagged ``raises-exception`` teaches an error: its error is no failure.
 
@@ -19,7 +18,7 @@ run share is refused as ambiguous: use their paths). A notebook that declares ``
 is given a file there; the JSON it saves becomes the ``results`` of its summary entry.
 
 ``--inplace`` is the refresh command for the committed notebooks: each is rewritten (its
-committed cells with the new outputs, see ``d2lhelpers.notebook.refreshed``) only after a
+committed cells with the new outputs, see ``nbrun.notebook.refreshed``) only after a
 successful run, atomically; a failed run leaves it byte for byte untouched, and so does a
 notebook edited while it ran. Parameters are refused with ``--inplace``: stored outputs come
 from the defaults (so ``results_path`` is not given either).
@@ -32,8 +31,8 @@ first), 2 for a bad command line (nothing is run), 130 after SIGINT, 143 after S
 
 Writes ``OUT/summary.json`` (in every ending), the executed notebooks under ``OUT/`` (their
 paths kept, folders included), one log per notebook under ``OUT/logs/``, and, after a batch
-that was not stopped, ``OUT/report.md`` and ``OUT/report.html`` with their figures under
-``OUT/figures/`` (see ``d2lhelpers.batch.report``).
+that was not stopped, ``OUT/report.md`` with its figures under
+``OUT/figures/`` (see ``nbrun.report``).
 """
 
 from __future__ import annotations
@@ -43,6 +42,7 @@ import math
 import os
 import shlex
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -51,7 +51,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..kernel import available_cores
 from .plan import UsageError, collect, plan, read_parameters
 from .run import Batch
 from .summary import environment, load_average, machine, make_summary, write_summary
@@ -84,7 +83,7 @@ def _count(text: str) -> int:
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     doc = __doc__ or ''
     ap = argparse.ArgumentParser(
-        prog='python -m d2lhelpers.batch',
+        prog='python -m nbrun',
         description=doc.split('\n\n')[0],
         epilog='\n\n'.join(doc.split('\n\n')[2:]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -100,12 +99,6 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         help='a parameter (VALUE is YAML) for every notebook that declares NAME',
     )
     ap.add_argument('-f', '--parameters-file', metavar='FILE', help='YAML file of parameters')
-    ap.add_argument(
-        '--jobs',
-        type=_count,
-        default=available_cores(),
-        help='notebooks at a time (default: the number of cores)',
-    )
     ap.add_argument('--out', default='build', help='output folder (default: build)')
     ap.add_argument(
         '--timeout',
@@ -180,11 +173,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f'error: {err}', file=sys.stderr)
         return 2
     out = Path(args.out).resolve()
-    batch = Batch(jobs, out=out, jobs_at_once=args.jobs, timeout=args.timeout, inplace=args.inplace)
+    batch = Batch(jobs, out=out, timeout=args.timeout, inplace=args.inplace)
     run_info: dict[str, Any] = {
-        'command': 'python -m d2lhelpers.batch '
-        + shlex.join(argv if argv is not None else sys.argv[1:]),
-        'jobs': args.jobs,
+        'command': 'python -m nbrun ' + shlex.join(argv if argv is not None else sys.argv[1:]),
+        'commit': _commit(),
         'timeout': args.timeout,
         'inplace': args.inplace,
         'started': datetime.now().astimezone().isoformat(timespec='seconds'),
@@ -249,13 +241,39 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report(summary: dict[str, Any], out: Path) -> None:
-    """Write the report (and the environment into the summary, if no notebook gave it)."""
-    from .report import write_report
+    """Write the report; the summary gets the environment (if no notebook gave it) and each
+    notebook's ``headline`` (the text of its cells tagged ``report-headline``)."""
+    import nbformat
+
+    from .report import marked_outputs, write_report
 
     t = time.perf_counter()
     if not summary.get('environment'):
         summary['environment'] = environment()
-    md, html = write_report(summary, out)
+    for entry in summary['notebooks']:
+        entry['headline'] = None
+        if entry.get('output'):
+            try:
+                nb = nbformat.read(out / entry['output'], as_version=4)
+                entry['headline'] = marked_outputs(nb).headline or None
+            except (OSError, ValueError):
+                pass
+    md = write_report(summary, out)
     summary['report_seconds'] = round(time.perf_counter() - t, 2)
     write_summary(summary, out)
-    print(f'report: {_display(md)}, {_display(html)} ({summary["report_seconds"]:.1f} s)')
+    print(f'report: {_display(md)} ({summary["report_seconds"]:.1f} s)')
+
+
+def _commit() -> str | None:
+    """The short commit of the repository the runner is in (None outside git)."""
+    try:
+        out = subprocess.run(
+            ['git', 'rev-parse', '--short', 'HEAD'],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            cwd=Path(__file__).resolve().parent,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None

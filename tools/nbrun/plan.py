@@ -25,7 +25,7 @@ from typing import Any
 import nbformat
 import yaml
 
-from ..notebook import declared_parameters, measures_time, one_line, unreadable_parameters
+from .notebook import declared_parameters, one_line, unreadable_parameters
 
 __all__ = ['DEFAULT_DIRS', 'Job', 'UsageError', 'collect', 'read_parameters', 'plan', 'slots']
 
@@ -44,7 +44,6 @@ class Job:
     name: str  # its path relative to the current folder (else absolute): messages, summary
     slot: str  # unique relative POSIX path without `.ipynb`: its files under --out
     parameters: dict[str, Any] = field(default_factory=dict)
-    measures_time: bool = False  # run alone, never beside another notebook
     wants_results: bool = False  # declares `results_path`: the runner gives it one
     digest: str = ''  # sha256 of the source when planned (--inplace: edited meanwhile?)
 
@@ -196,7 +195,6 @@ def plan(
                 name=name,
                 slot=slot,
                 parameters={k: v for k, v in common.items() if k in declared[name]},
-                measures_time=measures_time(nb),
                 wants_results='results_path' in declared[name] and not inplace,
                 digest=hashlib.sha256(raw).hexdigest(),
             )

@@ -1,6 +1,6 @@
 """One notebook, run by papermill in a process of its own (started by ``run.py``).
 
-    python -m d2lhelpers.batch.worker --source NB --output OUT.ipynb --scratch TMP.ipynb \
+    python -m nbrun.worker --source NB --output OUT.ipynb --scratch TMP.ipynb \
         --status STATUS.json --progress PROGRESS.json --cwd FOLDER [--parameters JSON]
 
 It executes ``NB`` with ``papermill.execute_notebook`` (kernel ``python3``, which the runner's
@@ -31,8 +31,8 @@ import nbformat
 import papermill
 from papermill.exceptions import PapermillExecutionError
 
-from ..notebook import allows_error, for_papermill, one_line, tags, write_notebook
-from ..results import atomic_write
+from .atomic import atomic_write
+from .notebook import allows_error, for_papermill, one_line, tags, write_notebook
 
 ENV_CELL_ID = 'd2l-batch-environment'
 ENV_CELL = """import sys as _sys
@@ -47,7 +47,7 @@ _BANNER_TAG = 'papermill-error-cell-tag'
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog='python -m d2lhelpers.batch.worker', description=__doc__)
+    ap = argparse.ArgumentParser(prog='python -m nbrun.worker', description=__doc__)
     for name in ('source', 'output', 'scratch', 'status', 'progress', 'cwd'):
         ap.add_argument(f'--{name}', required=True)
     ap.add_argument('--parameters', default='{}', help='JSON mapping NAME: VALUE')

@@ -1,4 +1,4 @@
-"""The batch report: ``OUT/report.md`` and ``OUT/report.html`` (TensorFlow- and matplotlib-free).
+"""The batch report: ``OUT/report.md`` (TensorFlow- and matplotlib-free), one source.
 
 It knows no notebook. For each notebook it shows the structured fields of its entry in
 ``summary.json`` (status, time, how it ran, parameters, error, and its ``results`` as
@@ -10,16 +10,15 @@ with cell tags, taken from the executed notebook (the entry's ``output``):
 - ``report-headline``: the text such a cell printed (stdout, and ``text/plain`` results) is the
   notebook's headline figures.
 
-A notebook may tag several cells; a new notebook needs nothing here. Both files link the same
-PNG files by relative paths (not inlined): open ``report.html`` in a browser or ``report.md`` in a
-Markdown viewer from the ``OUT`` folder, and keep ``figures/`` next to them when moving it.
+A notebook may tag several cells; a new notebook needs nothing here. The report links the PNG
+files by relative paths: open ``report.md`` in JupyterLab, on GitHub or in any Markdown viewer
+from the ``OUT`` folder, and keep ``figures/`` next to it when moving it.
 Every file is written atomically.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import json
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -28,8 +27,8 @@ from urllib.parse import quote
 
 import nbformat
 
-from ..notebook import tags
-from ..results import atomic_write
+from .atomic import atomic_write
+from .notebook import tags
 
 __all__ = ['FIGURE_TAG', 'HEADLINE_TAG', 'Marked', 'marked_outputs', 'write_report']
 
@@ -111,11 +110,7 @@ def _limited(pairs: list[tuple[str, str]]) -> list[str]:
 def _how(entry: dict[str, Any]) -> str:
     if entry.get('status') == 'not run':
         return 'không chạy'
-    if entry.get('measures_time'):
-        return 'một mình (đo thời gian)'
-    if entry.get('beside'):
-        return 'cùng lúc với ' + ', '.join(entry['beside'])
-    return 'một mình'
+    return 'đã chạy'
 
 
 def _seconds(entry: dict[str, Any]) -> str:
@@ -181,7 +176,6 @@ def _head(summary: dict[str, Any]) -> tuple[str, list[str]]:
     first = (
         f'{ok}/{len(entries)} notebook chạy xong (ok) trong '
         f'{summary.get("wall_seconds", 0):.1f} s, '
-        f'--jobs {summary.get("jobs")}'
         + (', --inplace' if summary.get('inplace') else '')
         + f'; kết thúc: {_ENDINGS.get(ending, f"bị dừng ({ending})")}.'
     )
@@ -249,75 +243,12 @@ pre{background:#f6f6f6;padding:.5rem;overflow-x:auto}img{max-width:100%}
 .ok{color:#070}.failed,.timeout,.interrupted{color:#a00}"""
 
 
-def _html(summary: dict[str, Any], sections: list[_Section]) -> str:
-    def esc(text: Any) -> str:
-        return html.escape(str(text))
-
-    def items(lines: list[str]) -> str:
-        return '<ul>' + ''.join(f'<li>{esc(line)}</li>' for line in lines) + '</ul>'
-
-    first, notes = _head(summary)
-    parts = [
-        '<!DOCTYPE html>',
-        '<html lang="vi"><head><meta charset="utf-8">',
-        '<title>Báo cáo chạy notebook (batch report)</title>',
-        f'<style>{_CSS}</style></head><body>',
-        '<h1>Báo cáo chạy notebook (batch report)</h1>',
-        f'<p>{esc(first)}</p>',
-    ]
-    if summary.get('command'):
-        parts.append(f'<p>Lệnh: <code>{esc(summary["command"])}</code></p>')
-    parts += [f'<p>{esc(note)}</p>' for note in notes]
-    parts += ['<h2>Máy đã chạy (môi trường)</h2>', items(_limited(_env_pairs(summary)))]
-    parts += [
-        '<h2>Các notebook</h2>',
-        '<table><tr><th>notebook</th><th>trạng thái</th><th>thời gian</th><th>cách chạy</th>'
-        '<th>tham số</th><th>lỗi</th></tr>',
-    ]
-    for s in sections:
-        e = s.entry
-        parts.append(
-            f'<tr><td><a href="#nb-{esc(quote(e["notebook"]))}">{esc(e["notebook"])}</a></td>'
-            f'<td class="{esc(e["status"])}">{esc(e["status"])}</td><td>{esc(_seconds(e))}</td>'
-            f'<td>{esc(_how(e))}</td><td>{esc(_params(e))}</td><td>{esc(_error(e))}</td></tr>'
-        )
-    parts.append('</table>')
-    for s in sections:
-        e = s.entry
-        lines = [f'trạng thái: {e["status"]}, {_seconds(e)}; cách chạy: {_how(e)}']
-        if _params(e):
-            lines.append(f'tham số: {_params(e)}')
-        if _error(e):
-            lines.append(f'lỗi: {_error(e)}')
-        parts += [
-            f'<h2 id="nb-{esc(quote(e["notebook"]))}">{esc(e["notebook"])}</h2>',
-            items(lines),
-        ]
-        if s.marked.headline:
-            parts.append(f'<p>Số liệu chính:</p><pre>{esc(s.marked.headline)}</pre>')
-        for k, rel in enumerate(s.figures, 1):
-            alt = esc(f'{e["notebook"]}, hình {k}')
-            parts.append(
-                f'<figure><img src="{esc(quote(rel))}" alt="{alt}">'
-                f'<figcaption>{alt}</figcaption></figure>'
-            )
-        if e.get('results'):
-            parts += [
-                '<p>Kết quả (<code>results</code> trong summary.json):</p>',
-                items(_limited(_pairs(e['results']))),
-            ]
-    parts.append('</body></html>')
-    return '\n'.join(parts) + '\n'
-
-
-def write_report(summary: dict[str, Any], out: str | Path) -> tuple[Path, Path]:
-    """Write ``out/report.md``, ``out/report.html`` and their figures; return the two paths.
+def write_report(summary: dict[str, Any], out: str | Path) -> Path:
+    """Write ``out/report.md`` and its figures; return its path.
 
     ``summary`` is what ``summary.json`` holds; the executed notebooks are read from ``out``.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     sections = _sections(summary, out)
-    md = atomic_write(out / 'report.md', _markdown(summary, sections))
-    page = atomic_write(out / 'report.html', _html(summary, sections))
-    return md, page
+    return atomic_write(out / 'report.md', _markdown(summary, sections))

@@ -1,6 +1,6 @@
 """The processes of one notebook's run, found and killed with psutil (Linux, macOS, Windows).
 
-A run is a worker process (``python -m d2lhelpers.batch.worker``), the Jupyter kernel it
+A run is a worker process (``python -m nbrun.worker``), the Jupyter kernel it
 starts and whatever the notebook starts in turn. The kernel runs in a session of its own, so a
 process-group kill would miss it, and a process the notebook started may outlive its parent.
 A run's processes are therefore found two ways: the worker's descendants, and every process

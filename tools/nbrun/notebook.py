@@ -3,13 +3,11 @@
 - ``declared_parameters(nb)``: the parameters papermill reads in the ``parameters`` cell (names and
   default values), and ``unreadable_parameters(nb)``: names assigned there that papermill's parser
   cannot read (a comment holding ``=`` on the line, see ``shared/NOTES.md``);
-- ``measures_time(nb)``: ``metadata.d2l.measures_time`` (the runner runs such a notebook alone);
 - ``allows_error(cell)`` and ``for_papermill(nb)``: a cell that teaches an error carries
-  nbclient's (and nbval's) ``raises-exception`` tag; the old ``# NBVAL_RAISES_EXCEPTION`` comment
-  is still understood and turned into that tag;
+  nbclient's (and nbval's) ``raises-exception`` tag (``nbval-raises-exception`` is turned into it);
 - ``canonical(nb)``: the committed form (no papermill/timing metadata, execution counts 1..N);
 - ``refreshed(source, executed)``: the committed notebook with the outputs of a run, in that form;
-- ``write_notebook(nb, path)``: ``nb`` written with ``d2lhelpers.results.atomic_write``;
+- ``write_notebook(nb, path)``: ``nb`` written with ``nbrun.atomic.atomic_write``;
 - ``one_line(text)``: the first line of a message, for summaries.
 """
 
@@ -25,12 +23,11 @@ from typing import Any
 import nbformat
 from papermill.translators import PythonTranslator
 
-from .results import atomic_write
+from .atomic import atomic_write
 
 __all__ = [
     'declared_parameters',
     'unreadable_parameters',
-    'measures_time',
     'allows_error',
     'for_papermill',
     'added_by_papermill',
@@ -46,7 +43,6 @@ _VOLATILE_CELL_META = ('execution', 'papermill', 'collapsed', 'scrolled', 'Execu
 _PAPERMILL_TAGS = ('injected-parameters', 'papermill-error-cell-tag')
 RAISES_TAG = 'raises-exception'
 _RAISES_TAGS = (RAISES_TAG, 'nbval-raises-exception')
-_RAISES_COMMENT = re.compile(r'^\s*#\s*NBVAL_RAISES_EXCEPTION\b', re.MULTILINE)
 
 
 def tags(cell: nbformat.NotebookNode) -> list[str]:
@@ -107,19 +103,9 @@ def unreadable_parameters(nb: nbformat.NotebookNode) -> list[str]:
     return [name for name in dict.fromkeys(assigned) if name not in read]
 
 
-def measures_time(nb: nbformat.NotebookNode) -> bool:
-    """True if the notebook says its figures are timings (``metadata.d2l.measures_time``).
-
-    The batch runner never runs such a notebook beside another one.
-    """
-    return bool(nb.metadata.get('d2l', {}).get('measures_time', False))
-
-
 def allows_error(cell: nbformat.NotebookNode) -> bool:
-    """True for a cell that teaches an error (tag ``raises-exception``, or the old comment)."""
-    return cell.get('cell_type') == 'code' and (
-        any(t in tags(cell) for t in _RAISES_TAGS) or bool(_RAISES_COMMENT.search(cell.source))
-    )
+    """True for a cell that teaches an error (tag ``raises-exception``)."""
+    return cell.get('cell_type') == 'code' and any(t in tags(cell) for t in _RAISES_TAGS)
 
 
 def for_papermill(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
