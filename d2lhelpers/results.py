@@ -1,8 +1,5 @@
-"""Saving a notebook's results as JSON, for the batch runner and its report (TensorFlow-free).
-
-Every measuring notebook ends with ``save_results({...}, results_path)``: with the default
-``results_path = None`` nothing is written; the batch runner passes a path and collects the file.
-"""
+"""``save_results({...}, results_path)``: a notebook's results as JSON (``None``: not written;
+the batch runner passes a path and collects the file)."""
 
 from __future__ import annotations
 

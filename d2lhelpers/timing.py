@@ -49,11 +49,8 @@ def _quartiles(times: tuple[float, ...]) -> list[float]:
 
 @dataclass(frozen=True, repr=False)
 class BenchmarkResult:
-    """Seconds per call of each timed run; ``flops``/``nbytes``: the work of one call.
-
-    ``number``: calls per timed run; ``overhead``: an empty timed interval (syncs and clock
-    reads) divided by ``number``, i.e. what the timing itself costs per call.
-    """
+    """Seconds per call of each timed run; ``flops``/``nbytes``: the work of one call;
+    ``number``: calls per run; ``overhead``: what the timing itself costs per call."""
 
     times: tuple[float, ...]
     flops: float | None = None
@@ -130,10 +127,8 @@ def _bounds(x: BenchmarkResult | float) -> tuple[float, float, float]:
 
 @dataclass(frozen=True, repr=False)
 class Comparison:
-    """``a`` against ``b``: ``ratio`` = time of a / time of b (``low``..``high`` from the IQRs).
-
-    ``kind`` is ``'faster'``, ``'slower'`` or ``'tie'`` (a relative to b); ``speedup`` = 1/ratio.
-    """
+    """``a`` against ``b``: ``ratio`` = time of a / time of b (``low``..``high`` from the IQRs);
+    ``kind``: ``'faster'``, ``'slower'`` or ``'tie'`` (a relative to b); ``speedup`` = 1/ratio."""
 
     a: str
     b: str
