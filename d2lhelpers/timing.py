@@ -165,6 +165,7 @@ class Comparison:
     def __str__(self) -> str:
         spread = f'(khoảng {self.low:.2f}x–{self.high:.2f}x theo IQR)'
         if self.kind == 'faster':
+            spread = f'(khoảng {1 / self.high:.2f}x–{1 / self.low:.2f}x theo IQR)'
             return f'{self.a} nhanh hơn {self.b} {self.speedup:.2f}x {spread}'
         if self.kind == 'slower':
             return f'{self.a} chậm hơn {self.b} {self.ratio:.2f}x {spread}'

@@ -329,7 +329,7 @@ def test_a_clear_win_beyond_the_band_and_outside_the_noise():
     fast, slow = result(1.0, 1.01, 0.99, 1.0, 1.02, label='a'), result(2.0, 2.02, 1.98, 2.0, 2.01)
     c = compare(fast, slow)
     assert (c.kind, round(c.speedup, 2)) == ('faster', 2.0)
-    assert str(c).startswith('a nhanh hơn b 2.00x')
+    assert str(c).startswith('a nhanh hơn b 2.00x (khoảng 1.98x–2.01x theo IQR)'), str(c)
     assert compare(slow, fast).kind == 'slower' and 'chậm hơn' in str(compare(slow, fast))
 
 
