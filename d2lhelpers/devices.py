@@ -61,7 +61,8 @@ def gpu(i: int = 0) -> Device:
 
 def num_gpus() -> int:
     """How many GPUs TensorFlow can use, logical GPUs included, without starting its runtime."""
-    tf = _tf()
+    import tensorflow as tf
+
     return sum(
         len(tf.config.get_logical_device_configuration(g) or [g])
         for g in tf.config.get_visible_devices('GPU')

@@ -114,7 +114,11 @@ def _altered_copy(tmp_path: Path, old: str, new: str) -> Path:
     'old, new, culprit',
     [
         # the body: an off-by-one in the fallback test
-        ('if check_index(i) < num_gpus():', 'if check_index(i) <= num_gpus():', 'try_gpu'),
+        (
+            "if check_int('i', i, 0) < num_gpus():",
+            "if check_int('i', i, 0) <= num_gpus():",
+            'try_gpu',
+        ),
         # the docstring only
         ('"""The CPU: ``/CPU:0``."""', '"""The CPU."""', 'cpu'),
         # a default argument
