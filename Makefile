@@ -1,5 +1,5 @@
 # Everything a fresh machine needs is done by these targets themselves (see README.md).
-#   make test     unit tests + pytest --nbval over notebooks/ and exercises/
+#   make test     lint, unit tests, pytest --nbval over notebooks/ and exercises/, the budget
 #   make run      execute every notebook with papermill into build/ (summary.json + report)
 #   make refresh  re-execute the committed notebooks in place (their stored outputs)
 #   make lab      JupyterLab on the collection
@@ -31,6 +31,14 @@ XDIST ?= -n 2 --dist loadscope
 
 .PHONY: test lint nbval run refresh lab bench clean venv gpu-check
 
+# tensorflow (GPU=1) and tensorflow-cpu install into the same tensorflow/ folder: when the other
+# build is there, remove both before installing one (the nvidia-* CUDA wheels may stay).
+define drop_tf_if
+	@if $(PY) -m pip show --quiet $(1) >/dev/null 2>&1; then \
+	  echo 'switching TensorFlow build: removing $(1)'; \
+	  $(PY) -m pip uninstall --quiet --yes tensorflow tensorflow-cpu; fi
+endef
+
 venv: $(STAMP)
 
 $(STAMP): $(REQS) pyproject.toml tools/nbrun/kernel.py
@@ -39,11 +47,10 @@ $(STAMP): $(REQS) pyproject.toml tools/nbrun/kernel.py
 	$(PY) -m pip install --quiet --upgrade pip
 ifeq ($(GPU),1)
 	sed 's/^tensorflow-cpu==/tensorflow[and-cuda]==/' $(REQS) > $(VENV)/requirements-gpu.txt
-	$(PY) -m pip uninstall --quiet --yes tensorflow-cpu
+	$(call drop_tf_if,tensorflow-cpu)
 	$(PY) -m pip install --quiet -r $(VENV)/requirements-gpu.txt
 else
-	@# back from GPU=1: the two TensorFlow builds share the tensorflow/ folder
-	$(PY) -m pip uninstall --quiet --yes tensorflow 2>/dev/null || true
+	$(call drop_tf_if,tensorflow)
 	$(PY) -m pip install --quiet -r $(REQS)
 endif
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .

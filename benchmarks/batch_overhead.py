@@ -1,5 +1,6 @@
-"""How much time the batch runner adds: ``python -m nbrun --jobs 1`` against the sum of
-the notebooks' own execution times (target: within 10%). It prints figures; it is not a test.
+"""How much time the batch runner adds: ``python -m nbrun`` (one notebook after the other)
+against the sum of the notebooks' own execution times (target: within 10%). It prints
+figures; it is not a test.
 
     python benchmarks/batch_overhead.py                  # 3 generated notebooks of ~20 s each
     python benchmarks/batch_overhead.py --count 5 --work 30
@@ -24,7 +25,6 @@ import time
 from pathlib import Path
 
 import nbformat
-
 from nbrun.kernel import available_cores
 
 TARGET = 1.10
@@ -82,7 +82,7 @@ def main() -> int:
         tmp = Path(tmp)
         paths = args.paths or make_notebooks(tmp, args.count, args.work)
         out = tmp / 'out'
-        cmd = [sys.executable, '-m', 'nbrun', *paths, '--jobs', '1', '--out', str(out)]
+        cmd = [sys.executable, '-m', 'nbrun', *paths, '--out', str(out)]
         if args.no_report:
             cmd.append('--no-report')
         load = os.getloadavg()[0]
@@ -118,7 +118,7 @@ def main() -> int:
             "runner = the runner's time for the notebook (worker start, papermill, kernel, "
             "cells); kernel = kernel start to last cell; cells = sum of the cells' durations"
         )
-        print(f'batch wall time, --jobs 1 (no report):   {batch_wall:8.2f} s')
+        print(f'batch wall time (no report):            {batch_wall:8.2f} s')
         print(
             f'whole command (with report):            {wall:8.2f} s'
             + (

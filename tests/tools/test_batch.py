@@ -6,6 +6,7 @@ the report in test_report.py. Helpers: tests/batch_support.py.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import stat
@@ -25,22 +26,28 @@ from nbrun.notebook import (
 )
 from nbrun.plan import UsageError, collect, plan, read_parameters, slots
 from nbrun.processes import alive
+from nbrun.summary import Entry
+
+FIELDS = [f.name for f in dataclasses.fields(Entry)]
 
 
 def test_one_batch_with_every_kind_of_notebook(tmp_path):
-    """A notebook that raises, one given a bad parameter, three that succeed (one with a
-    parameter from -f; two whose names would meet if paths were flattened, one in a subfolder),
-    and one that measures time: one batch, a failure stops nothing, nothing is left running,
-    every file in its own place."""
+    """A notebook that raises, one given a bad parameter by -p, two that wait for each other
+    (so they fail if run one after the other), three that succeed (two of them with parameters
+    from -f, one in a subfolder; names that would meet if paths were flattened): one batch, a
+    failure stops nothing, nothing is left running, every file in its own place."""
     copy(tmp_path, 'raises', 'ok', 'meet', 'timed')
     copy(tmp_path / 'sub', 'meet')
     (tmp_path / 'sub__meet.ipynb').write_bytes((NB / 'meet.ipynb').read_bytes())
-    (tmp_path / 'params.yaml').write_text(  # each meet.ipynb meets itself
-        'notebooks:\n  meet.ipynb: {partner: a}\n  sub/meet: {partner: a}\n'
-        '  sub__meet: {partner: a}\n'
+    (tmp_path / 'later.ipynb').write_bytes((NB / 'meet.ipynb').read_bytes())
+    (tmp_path / 'params.yaml').write_text(
+        'meet.ipynb: {me: x, partner: y, wait_s: 1}\n'  # y comes after it: never met
+        'later.ipynb: {me: y, partner: x, wait_s: 1}\n'  # x came before it: met at once
+        'sub/meet.ipynb: {partner: a}\n'  # meets itself
+        './sub__meet.ipynb: {partner: a}\n'
     )
     names = ['raises.ipynb', 'ok.ipynb', 'meet.ipynb', 'timed.ipynb']
-    names += ['sub/meet.ipynb', 'sub__meet.ipynb']
+    names += ['later.ipynb', 'sub/meet.ipynb', 'sub__meet.ipynb']
     run = batch(
         tmp_path,
         *names,
@@ -52,10 +59,13 @@ def test_one_batch_with_every_kind_of_notebook(tmp_path):
     out = tmp_path / 'build' / 'x'
     top = summary(out)
     assert top['ending'] == 'finished' and top['runner_error'] is None
-    assert top['counts'] == {'failed': 2, 'ok': 4}
-    assert top['timeout'] == 1800.0 and 'commit' in top and 'jobs' not in top
+    assert top['counts'] == {'failed': 3, 'ok': 4}
+    assert top['timeout'] == 1800.0 and 'jobs' not in top
+    assert top['commit'] is None  # tmp_path is in no git repository (the runner is)
+    assert top['environment'] is None  # --no-report: no TensorFlow imported for it
     got = entries(out)
     assert list(got) == names
+    assert all(list(e) == FIELDS for e in got.values())
 
     raised = got['raises.ipynb']
     assert raised['status'] == 'failed'
@@ -74,18 +84,19 @@ def test_one_batch_with_every_kind_of_notebook(tmp_path):
     assert bad['error']['cell'] == 2 and bad['error']['ename'] == 'ValueError'
     assert '`sizes`' in bad['error']['evalue'] and '\n' not in bad['error']['evalue']
 
-    for name in ('meet.ipynb', 'sub/meet.ipynb', 'sub__meet.ipynb'):
+    first, later = got['meet.ipynb'], got['later.ipynb']  # one after the other
+    assert first['status'] == 'failed' and first['error']['ename'] == 'TimeoutError'
+    assert first['parameters'] == {'me': 'x', 'partner': 'y', 'wait_s': 1}
+    assert later['status'] == 'ok'
+    for name in ('sub/meet.ipynb', 'sub__meet.ipynb'):
         met = got[name]
         assert met['status'] == 'ok' and met['error'] is None, name
         assert met['parameters'] == {'partner': 'a'} and met['results'] is None
         assert met['output'] == name and met['log'] == f'logs/{name[:-6]}.log'
+        assert met['refreshed'] is None and met['headline'] is None
     assert (tmp_path / 'sub' / 'a.here').exists()  # it ran in its own folder
 
-    timed = got['timed.ipynb']
-    assert timed['status'] == 'ok'
-    ran = sorted(got.values(), key=lambda e: e['start'])  # one after the other, in order
-    assert [e['notebook'] for e in ran] == names
-    assert all(later['start'] >= e['end'] for e, later in zip(ran, ran[1:], strict=False))
+    assert got['timed.ipynb']['status'] == 'ok'
     times = json.loads((tmp_path / 'timed.times.json').read_text())
     assert times['cwd'] == str(tmp_path)  # a notebook runs in its own folder
 
@@ -94,8 +105,23 @@ def test_one_batch_with_every_kind_of_notebook(tmp_path):
     assert files == sorted(['summary.json', *names, *(f'logs/{n[:-6]}.log' for n in names)])
     assert not (tmp_path / 'sub' / 'build').exists()
     # the progress: one line per notebook with the overall bar, the failures named at the end
-    assert '6/6' in run.stdout and '[####################]' in run.stdout
+    assert '7/7' in run.stdout and '[####################]' in run.stdout
     assert 'failed: ok.ipynb (cell 2): ValueError: tham số `sizes`' in run.stdout
+
+
+def test_the_summary_names_the_commit_of_the_notebooks(tmp_path):
+    repo = tmp_path / 'repo'
+    copy(repo, 'timed')
+    git = ['git', '-C', str(repo), '-c', 'user.name=t', '-c', 'user.email=t@t']
+    subprocess.run([*git, 'init', '-q'], check=True)
+    subprocess.run([*git, 'add', '.'], check=True)
+    subprocess.run([*git, 'commit', '-q', '-m', 'x'], check=True)
+    head = subprocess.run(
+        [*git, 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    run = batch(tmp_path, 'repo/timed.ipynb', '--out', 'out', '--no-report')
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert summary(tmp_path / 'out')['commit'] == head
 
 
 def test_timeout_kills_a_kernel_stuck_in_native_code(tmp_path):
@@ -225,30 +251,33 @@ def test_bad_command_line_runs_nothing(tmp_path, monkeypatch, capsys, args, mess
 
 
 def test_parameter_file(tmp_path, monkeypatch):
+    """-f maps a notebook's path (relative to the current folder) to its parameters; they win
+    over -p, which goes to every notebook that declares its name."""
     for folder in ('a', 'b'):
         copy(tmp_path / folder, 'ok')
     copy(tmp_path, 'meet')
     monkeypatch.chdir(tmp_path)
     notebooks = collect(['a', 'b', 'meet.ipynb'])
 
-    def jobs(yaml_text: str) -> dict[str, dict]:
+    def jobs(yaml_text: str, *pairs: tuple[str, str]) -> dict[str, dict]:
         (tmp_path / 'p.yaml').write_text(yaml_text)
-        common, per_nb = read_parameters([], 'p.yaml')
+        common, per_nb = read_parameters(list(pairs), 'p.yaml')
         return {j.name: j.parameters for j in plan(notebooks, common, per_nb)}
 
-    assert jobs('scale: 3\nnotebooks:\n  a/ok.ipynb: {sizes: [4]}\n  meet: {wait_s: 1}\n') == {
-        'a/ok.ipynb': {'scale': 3, 'sizes': [4]},
+    assert jobs(
+        'a/ok.ipynb: {sizes: [4], scale: 5}\nmeet.ipynb: {wait_s: 1}\n', ('scale', '3')
+    ) == {
+        'a/ok.ipynb': {'scale': 5, 'sizes': [4]},
         'b/ok.ipynb': {'scale': 3},
         'meet.ipynb': {'wait_s': 1},
     }
-    assert jobs('notebooks:\n  b/ok: {scale: 5}\n')['b/ok.ipynb'] == {'scale': 5}
     for text, message in [
-        ('notebooks:\n  ok: {scale: 1}\n', '`ok` in the parameter file is ambiguous: it names'),
-        ('notebooks:\n  a/ok: {scale: 1}\n  a/ok.ipynb: {scale: 2}\n', 'names a/ok.ipynb more'),
-        ('notebooks:\n  meet: {seconds: 1}\n', 'meet.ipynb does not declare a parameter `seconds`'),
-        ('notebooks:\n  other: {scale: 1}\n', 'names a notebook that is not in this run: other'),
-        ('notebooks: [1]\n', '`notebooks:` in the parameter file must map notebooks'),
-        ('- a list\n', 'must hold a mapping'),
+        ('a/ok: {scale: 1}\n', 'names a notebook that is not in this run: a/ok'),
+        ('ok.ipynb: {scale: 1}\n', 'names a notebook that is not in this run: ok.ipynb'),
+        ('meet.ipynb: {seconds: 1}\n', 'meet.ipynb does not declare a parameter `seconds`'),
+        ('a/ok.ipynb: [1]\n', 'must map notebooks to parameters'),
+        ('- a list\n', 'must map notebooks to parameters'),
+        ('meet.ipynb: {results_path: x}\n', 'results_path is set by the runner'),
     ]:
         with pytest.raises(UsageError) as err:
             jobs(text)

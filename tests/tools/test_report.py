@@ -65,13 +65,18 @@ def test_the_report_shows_what_the_notebooks_tagged(tmp_path):
     # the results, whatever their keys
     for text in ('squares: [0, 1, 4]', 'best.n: 2', 'best.value: 4'):
         assert f'- {text}' in md
-    # status, time, how it ran, parameters, the error
+    # the summary carries the headlines the report shows
+    headlines = {e['notebook']: e['headline'] for e in data['notebooks']}
+    assert headlines == {
+        'figure.ipynb': 'lớn nhất: 4 ở n = 2',
+        'sub/new.ipynb': "số mới: 42 <b>&\n{'n': 42}",
+    }
+    # the table: status, time, the error; then parameters
     assert '## sub/new.ipynb' in md and '## figure.ipynb' in md
-    assert '| sub/new.ipynb | failed |' in md and 'ValueError (ô 4): sau các hình' in md
+    assert '| sub/new.ipynb | failed |' in md and 'ValueError (ô 4): sau các hình |' in md
     assert 'points=3' in md
     for e in data['notebooks']:
-        assert f'{e["seconds"]:.1f} s' in md
-        assert '| đã chạy |' in md
+        assert f'| {e["notebook"]} | {e["status"]} | {e["seconds"]:.1f} s |' in md
 
 
 def test_marked_outputs_of_a_notebook():
@@ -96,7 +101,7 @@ def test_marked_outputs_of_a_notebook():
 
 
 def test_the_command_writes_the_report_and_its_environment(tmp_path, monkeypatch, capsys):
-    """When no notebook reported the environment, the command asks for it (TensorFlow)."""
+    """The command asks a fresh interpreter for the environment (TensorFlow), then writes."""
     data = {'notebooks': [], 'environment': None, 'wall_seconds': 0.0}
     monkeypatch.setattr(cli, 'environment', lambda: {'tensorflow': 'x.y', 'gpus': []})
     cli._report(data, tmp_path)

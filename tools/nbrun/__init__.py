@@ -1,15 +1,20 @@
-"""The batch runner, ``python -m nbrun`` (see ``cli.py`` or ``--help``).
+"""The batch runner, ``python -m nbrun`` (see ``cli.py`` or ``--help``), and the collection's
+budget, ``python -m nbrun.budget``. Maintainer tools: not installed with ``d2lhelpers``; run
+them with ``tools/`` on PYTHONPATH (the Makefile sets it).
 
 One job per module, in the order a batch goes through them:
 
 - ``plan.py``: which notebooks, with which parameters, and where each one's files go (``Job``);
-- ``run.py``: running the jobs, a few at a time, every ending accounted for (``Batch``);
-- ``worker.py``: one notebook in its own process, with papermill (``python -m ...worker``);
+- ``run.py``: running the jobs one after the other, every ending accounted for (``Batch``);
+- ``worker.py``: one notebook in its own process, with papermill (``python -m nbrun.worker``);
 - ``processes.py``: a run's processes found and killed with psutil;
-- ``summary.py``: ``summary.json``, written in every ending;
-- ``report.py``: ``report.md`` and ``report.html``, from the summary and the cells the notebooks
-  tag ``report-figure`` and ``report-headline``;
-- ``cli.py``: the command line, signals, exit status.
+- ``summary.py``: ``summary.json`` (one ``Entry`` per notebook), written in every ending;
+- ``report.py``: ``report.md``, from the summary and the cells the notebooks tag
+  ``report-figure`` and ``report-headline``;
+- ``cli.py``: the command line, signals, exit status;
+- ``notebook.py``: a notebook's parameters, its committed form (``canonical``, ``refreshed``);
+- ``kernel.py``: the notebooks' Jupyter kernel and environment (``QUIET_ENV``);
+- ``atomic.py``: the runner's atomic writer.
 
 Nothing is imported here, so that a worker process loads only what it uses.
 """

@@ -12,10 +12,10 @@ stop the others. A cell tagged ``raises-exception`` teaches an error: its error 
 
 ``-p NAME VALUE`` (VALUE read as YAML: ``-p sizes "[64, 128]"``) goes to every notebook that
 declares NAME in its ``parameters`` cell; a NAME that no notebook of the run declares is an
-error. ``-f FILE`` is YAML: top-level ``NAME: VALUE`` pairs (like ``-p``), and
-``notebooks: {PATH_OR_STEM: {NAME: VALUE}}`` for one notebook (a stem that two notebooks of the
-run share is refused as ambiguous: use their paths). A notebook that declares ``results_path``
-is given a file there; the JSON it saves becomes the ``results`` of its summary entry.
+error. ``-f FILE`` is YAML, for one notebook at a time: ``PATH: {NAME: VALUE}``, PATH being the
+notebook's path relative to the current folder (``exercises/01-cpu-vs-gpu-matmul.ipynb:
+{n: 100}``); it wins over ``-p``. A notebook that declares ``results_path`` is given a file
+there; the JSON it saves becomes the ``results`` of its summary entry.
 
 ``--inplace`` is the refresh command for the committed notebooks: each is rewritten (its
 committed cells with the new outputs, see ``nbrun.notebook.refreshed``) only after a
@@ -28,11 +28,13 @@ are killed, and the summary says which were ``interrupted`` and which were ``not
 Ctrl-C changes nothing (the summary is still written). Exit status: 0 if every notebook ended
 ``ok``, 1 if one did not (or the runner itself failed: a traceback, the summary is written
 first), 2 for a bad command line (nothing is run), 130 after SIGINT, 143 after SIGTERM.
+(Ctrl-C at a moment when no handler is set, or an exception of the runner, is raised again
+after the summary is written.)
 
 Writes ``OUT/summary.json`` (in every ending), the executed notebooks under ``OUT/`` (their
 paths kept, folders included), one log per notebook under ``OUT/logs/``, and, after a batch
-that was not stopped, ``OUT/report.md`` with its figures under
-``OUT/figures/`` (see ``nbrun.report``).
+that was not stopped, ``OUT/report.md`` with its figures under ``OUT/figures/``
+(see ``nbrun.report``).
 """
 
 from __future__ import annotations
@@ -70,16 +72,6 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f'must be a whole number >= 1, got {text!r}')
-    return value
-
-
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     doc = __doc__ or ''
     ap = argparse.ArgumentParser(
@@ -98,7 +90,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar=('NAME', 'VALUE'),
         help='a parameter (VALUE is YAML) for every notebook that declares NAME',
     )
-    ap.add_argument('-f', '--parameters-file', metavar='FILE', help='YAML file of parameters')
+    ap.add_argument(
+        '-f',
+        '--parameters-file',
+        metavar='FILE',
+        help='YAML file: path/of/notebook.ipynb: {NAME: VALUE}',
+    )
     ap.add_argument('--out', default='build', help='output folder (default: build)')
     ap.add_argument(
         '--timeout',
@@ -176,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     batch = Batch(jobs, out=out, timeout=args.timeout, inplace=args.inplace)
     run_info: dict[str, Any] = {
         'command': 'python -m nbrun ' + shlex.join(argv if argv is not None else sys.argv[1:]),
-        'commit': _commit(),
+        'commit': _commit(jobs[0].source.parent),
         'timeout': args.timeout,
         'inplace': args.inplace,
         'started': datetime.now().astimezone().isoformat(timespec='seconds'),
@@ -241,38 +238,27 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report(summary: dict[str, Any], out: Path) -> None:
-    """Write the report; the summary gets the environment (if no notebook gave it) and each
-    notebook's ``headline`` (the text of its cells tagged ``report-headline``)."""
-    import nbformat
-
-    from .report import marked_outputs, write_report
+    """Write the report; the summary gets the environment first (it imports TensorFlow)."""
+    from .report import write_report
 
     t = time.perf_counter()
     if not summary.get('environment'):
         summary['environment'] = environment()
-    for entry in summary['notebooks']:
-        entry['headline'] = None
-        if entry.get('output'):
-            try:
-                nb = nbformat.read(out / entry['output'], as_version=4)
-                entry['headline'] = marked_outputs(nb).headline or None
-            except (OSError, ValueError):
-                pass
     md = write_report(summary, out)
     summary['report_seconds'] = round(time.perf_counter() - t, 2)
     write_summary(summary, out)
     print(f'report: {_display(md)} ({summary["report_seconds"]:.1f} s)')
 
 
-def _commit() -> str | None:
-    """The short commit of the repository the runner is in (None outside git)."""
+def _commit(folder: Path) -> str | None:
+    """The short commit of the repository holding ``folder`` (None outside git)."""
     try:
         out = subprocess.run(
             ['git', 'rev-parse', '--short', 'HEAD'],
             capture_output=True,
             text=True,
             timeout=10,
-            cwd=Path(__file__).resolve().parent,
+            cwd=folder,
         )
     except (OSError, subprocess.SubprocessError):
         return None

@@ -108,8 +108,8 @@ def read_parameters(
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """``(common, per_notebook)`` from ``-p NAME VALUE`` pairs (VALUE is YAML) and ``-f FILE``.
 
-    The file is YAML: top-level ``NAME: VALUE`` pairs (like ``-p``; ``-p`` wins) and
-    ``notebooks: {PATH_OR_STEM: {NAME: VALUE}}``.
+    The file is YAML: ``NOTEBOOK: {NAME: VALUE}``, NOTEBOOK being the notebook's path relative to
+    the current folder, as the summary shows it (``exercises/01-cpu-vs-gpu-matmul.ipynb``).
     """
     common: dict[str, Any] = {}
     per_nb: dict[str, dict[str, Any]] = {}
@@ -118,17 +118,12 @@ def read_parameters(
             data = yaml.safe_load(Path(file).read_text(encoding='utf-8')) or {}
         except (OSError, yaml.YAMLError) as err:
             raise UsageError(f'cannot read parameter file {file}: {one_line(err)}') from err
-        if not isinstance(data, dict):
+        if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
             raise UsageError(
-                f'parameter file {file} must hold a mapping '
-                '(NAME: VALUE, and notebooks: {NOTEBOOK: {NAME: VALUE}})'
+                f'parameter file {file} must map notebooks to parameters '
+                '(path/of/notebook.ipynb: {NAME: VALUE})'
             )
-        per_nb = data.pop('notebooks', None) or {}
-        if not isinstance(per_nb, dict) or not all(isinstance(v, dict) for v in per_nb.values()):
-            raise UsageError(
-                '`notebooks:` in the parameter file must map notebooks to mappings of NAME: VALUE'
-            )
-        common.update(data)
+        per_nb = {PurePosixPath(str(k)).as_posix(): v for k, v in data.items()}
     for name, value in pairs:
         if not name.isidentifier():
             raise UsageError(f'-p {name}: not a parameter name')
@@ -153,30 +148,18 @@ def read_parameters(
     return common, per_nb
 
 
-def _named(key: str, jobs: list[Job]) -> list[Job]:
-    """The jobs a key of ``-f``'s ``notebooks:`` names: by path (as shown, with or without
-    ``.ipynb``, or absolute), else by file name or stem."""
-    by_path = [
-        j
-        for j in jobs
-        if key in (j.name, j.name.removesuffix('.ipynb'), str(j.source))
-        or Path(key).resolve() in (j.source, j.source.with_suffix(''))
-    ]
-    return by_path or [j for j in jobs if key in (j.source.name, j.source.stem)]
-
-
 def plan(
     notebooks: list[Path],
     common: dict[str, Any] | None = None,
     per_notebook: dict[str, dict[str, Any]] | None = None,
     inplace: bool = False,
 ) -> list[Job]:
-    """One ``Job`` per notebook, with its parameters.
+    """One ``Job`` per notebook, with its parameters (``notebook.declared_parameters``).
 
     A ``common`` parameter goes to every notebook that declares it; one that no notebook
-    declares is an error. A key of ``per_notebook`` must name exactly one notebook of the run
-    (see ``_named``: a stem that two notebooks share is ambiguous, name them by path), and each
-    notebook at most once; its parameters must all be declared by that notebook.
+    declares is an error. A key of ``per_notebook`` is a notebook's path relative to the current
+    folder (``Job.name``); its parameters, which win over ``common``, must all be declared by
+    that notebook.
     """
     common, per_notebook = dict(common or {}), dict(per_notebook or {})
     jobs, declared, unreadable = [], {}, {}
@@ -200,36 +183,26 @@ def plan(
             )
         )
     used = {k for j in jobs for k in j.parameters}
-    keys_of: dict[str, list[str]] = {}
-    for key in per_notebook:
-        named = _named(key, jobs)
-        if not named:
-            raise UsageError(f'the parameter file names a notebook that is not in this run: {key}')
-        if len(named) > 1:
+    by_name = {j.name: j for j in jobs}
+    for key, params in per_notebook.items():
+        job = by_name.get(key)
+        if job is None:
             raise UsageError(
-                f'`{key}` in the parameter file is ambiguous: it names '
-                f'{", ".join(j.name for j in named)}; name each notebook by its path'
+                f'the parameter file names a notebook that is not in this run: {key} '
+                '(name it by its path relative to the current folder)'
             )
-        keys_of.setdefault(named[0].name, []).append(key)
-    for job in jobs:
-        keys = keys_of.get(job.name, [])
-        if len(keys) > 1:
-            raise UsageError(
-                f'the parameter file names {job.name} more than once: {", ".join(sorted(keys))}'
-            )
-        for key in keys:
-            for k, v in per_notebook[key].items():
-                if k not in declared[job.name]:
-                    hint = (
-                        ' (papermill cannot read its line: a comment with "=" on it?)'
-                        if k in unreadable[job.name]
-                        else ''
-                    )
-                    raise UsageError(
-                        f'{job.name} does not declare a parameter `{k}`{hint} '
-                        f'(it declares: {", ".join(declared[job.name]) or "none"})'
-                    )
-                job.parameters[k] = v
+        for k, v in params.items():
+            if k not in declared[job.name]:
+                hint = (
+                    ' (papermill cannot read its line: a comment with "=" on it?)'
+                    if k in unreadable[job.name]
+                    else ''
+                )
+                raise UsageError(
+                    f'{job.name} does not declare a parameter `{k}`{hint} '
+                    f'(it declares: {", ".join(declared[job.name]) or "none"})'
+                )
+            job.parameters[k] = v
     unknown = sorted(set(common) - used)
     if unknown:
         missed = [j.name for j in jobs if set(unknown) & set(unreadable[j.name])]

@@ -1,14 +1,14 @@
 """The batch report: ``OUT/report.md`` (TensorFlow- and matplotlib-free), one source.
 
-It knows no notebook. For each notebook it shows the structured fields of its entry in
-``summary.json`` (status, time, how it ran, parameters, error, and its ``results`` as
-``key: value`` lines, whatever the keys), and what the notebook itself marked for the report
-with cell tags, taken from the executed notebook (the entry's ``output``):
+It knows no notebook. It shows a table of the notebooks (status, time, error), then for each
+one the fields of its entry in ``summary.json`` (parameters, error, its ``headline`` and its
+``results`` as ``key: value`` lines, whatever the keys), and what the notebook itself marked for
+the report with cell tags (``marked_outputs``, read from the executed notebook):
 
-- ``report-figure``: each PNG output of such a cell is a figure, written to
-  ``OUT/figures/<notebook path without .ipynb>/figure-<k>.png``;
 - ``report-headline``: the text such a cell printed (stdout, and ``text/plain`` results) is the
-  notebook's headline figures.
+  notebook's headline figures (the runner puts it in the entry's ``headline``);
+- ``report-figure``: each PNG output of such a cell is a figure, written to
+  ``OUT/figures/<notebook path without .ipynb>/figure-<k>.png``.
 
 A notebook may tag several cells; a new notebook needs nothing here. The report links the PNG
 files by relative paths: open ``report.md`` in JupyterLab, on GitHub or in any Markdown viewer
@@ -107,12 +107,6 @@ def _limited(pairs: list[tuple[str, str]]) -> list[str]:
     return lines
 
 
-def _how(entry: dict[str, Any]) -> str:
-    if entry.get('status') == 'not run':
-        return 'không chạy'
-    return 'đã chạy'
-
-
 def _seconds(entry: dict[str, Any]) -> str:
     return '–' if entry.get('seconds') is None else f'{entry["seconds"]:.1f} s'
 
@@ -135,27 +129,27 @@ def _error(entry: dict[str, Any]) -> str:
 _ENDINGS = {'finished': 'chạy hết', 'runner error': 'trình chạy bị lỗi'}
 
 
-# --- one report, two renderings ------------------------------------------------------------------
+# --- the report ----------------------------------------------------------------------------------
 
 
 @dataclass
 class _Section:
     entry: dict[str, Any]
-    marked: Marked
     figures: list[str]  # paths relative to OUT, POSIX
+    problem: str = ''  # why the executed notebook could not be read
 
 
 def _sections(summary: dict[str, Any], out: Path) -> list[_Section]:
     """Read each executed notebook's tagged outputs and write its figures."""
     sections = []
     for entry in summary.get('notebooks', []):
-        marked, figures = Marked(), []
+        marked, figures, problem = Marked(), [], ''
         if entry.get('output'):
             try:
                 nb = nbformat.read(out / entry['output'], as_version=4)
                 marked = marked_outputs(nb)
             except (OSError, ValueError) as err:
-                marked.headline = f'(không đọc được notebook đã chạy: {err})'
+                problem = f'không đọc được notebook đã chạy: {err}'
             folder = PurePosixPath('figures') / PurePosixPath(entry['output']).with_suffix('')
             for stale in (out / folder).glob('figure-*.png'):  # from an earlier run
                 stale.unlink()
@@ -165,7 +159,7 @@ def _sections(summary: dict[str, Any], out: Path) -> list[_Section]:
                 rel = folder / f'figure-{k}.png'
                 atomic_write(out / rel, png)
                 figures.append(str(rel))
-        sections.append(_Section(entry, marked, figures))
+        sections.append(_Section(entry, figures, problem))
     return sections
 
 
@@ -175,7 +169,7 @@ def _head(summary: dict[str, Any]) -> tuple[str, list[str]]:
     ending = summary.get('ending', 'finished')
     first = (
         f'{ok}/{len(entries)} notebook chạy xong (ok) trong '
-        f'{summary.get("wall_seconds", 0):.1f} s, '
+        f'{summary.get("wall_seconds", 0):.1f} s'
         + (', --inplace' if summary.get('inplace') else '')
         + f'; kết thúc: {_ENDINGS.get(ending, f"bị dừng ({ending})")}.'
     )
@@ -209,38 +203,34 @@ def _markdown(summary: dict[str, Any], sections: list[_Section]) -> str:
         '',
         '## Các notebook',
         '',
-        '| notebook | trạng thái | thời gian | cách chạy | tham số | lỗi |',
-        '|---|---|---:|---|---|---|',
+        '| notebook | trạng thái | thời gian | lỗi |',
+        '|---|---|---:|---|',
     ]
     for s in sections:
         e = s.entry
         lines.append(
-            f'| {cell(e["notebook"])} | {e["status"]} | {_seconds(e)} | {cell(_how(e))} | '
-            f'{cell(_params(e))} | {cell(_error(e))} |'
+            f'| {cell(e["notebook"])} | {e["status"]} | {_seconds(e)} | {cell(_error(e))} |'
         )
     for s in sections:
         e = s.entry
         lines += ['', f'## {e["notebook"]}', '']
-        lines.append(f'- trạng thái: {e["status"]}, {_seconds(e)}; cách chạy: {_how(e)}')
+        lines.append(f'- trạng thái: {e["status"]}, {_seconds(e)}')
         if _params(e):
             lines.append(f'- tham số: `{_params(e)}`')
         if _error(e):
             lines.append(f'- lỗi: {_error(e)}')
-        if s.marked.headline:
-            fence = '```' if '```' not in s.marked.headline else '~~~~'
-            lines += ['', 'Số liệu chính:', '', fence, s.marked.headline, fence]
+        if s.problem:
+            lines.append(f'- {s.problem}')
+        headline = e.get('headline')
+        if headline:
+            fence = '```' if '```' not in headline else '~~~~'
+            lines += ['', 'Số liệu chính:', '', fence, headline, fence]
         for k, rel in enumerate(s.figures, 1):
             lines += ['', f'![{e["notebook"]}, hình {k}]({quote(rel)})']
         if e.get('results'):
             lines += ['', 'Kết quả (`results` trong summary.json):', '']
             lines += [f'- {line}' for line in _limited(_pairs(e['results']))]
     return '\n'.join(lines) + '\n'
-
-
-_CSS = """body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem}
-table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25rem .5rem;vertical-align:top}
-pre{background:#f6f6f6;padding:.5rem;overflow-x:auto}img{max-width:100%}
-.ok{color:#070}.failed,.timeout,.interrupted{color:#a00}"""
 
 
 def write_report(summary: dict[str, Any], out: str | Path) -> Path:

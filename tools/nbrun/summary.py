@@ -1,23 +1,13 @@
 """``OUT/summary.json``: what a batch did, written in every ending (TensorFlow-free).
 
-Top level: ``command``, ``commit`` (of the repository, or null), ``timeout``, ``inplace``,
-``ending`` (``finished``, ``SIGINT``,
+Top level: ``command``, ``commit`` (``git rev-parse --short HEAD`` of the repository holding the
+notebooks, or null), ``timeout``, ``inplace``, ``ending`` (``finished``, ``SIGINT``,
 ``SIGTERM`` or ``runner error``), ``runner_error`` (its traceback, or null), ``started`` (local
 time, ISO 8601), ``wall_seconds``, ``counts`` (notebooks per status), ``load_average``
 (``start``, ``end``: 1-minute load), ``machine`` (OS, Python, cores), ``environment`` (what
-TensorFlow saw: ``env_report().as_dict()`` from the first notebook that imported it, else null
-until the report fills it in), ``report_seconds`` (once a report is written), and
-``notebooks``: one entry per notebook, in the order of the command line:
-
-``notebook`` (its path), ``status`` (``ok``, ``failed``, ``timeout``, ``interrupted``,
-``not run``), ``seconds`` (null if not run), ``error`` (``cell``: index in the committed notebook,
-``cell_id``, ``ename``, ``evalue``: one line; null when ok), ``parameters`` (as given; not
-``results_path``), ``results`` (the JSON the notebook saved with ``save_results`` to its
-``results_path``, or null), ``headline`` (the text of its ``report-headline`` cells, once the
-report is written), ``start`` and ``end`` (seconds since the batch started),
-``kernel_seconds`` (papermill's duration), ``output`` and ``log`` (paths relative to the
-folder of ``summary.json``, or null);
-with ``--inplace``, ``refreshed``; ``note`` where something deserves one.
+TensorFlow sees: ``env_report().as_dict()`` from a fresh interpreter, once the report is
+written; else null), ``report_seconds`` (once a report is written), and ``notebooks``: one
+``Entry`` per notebook, in the order of the command line (see ``Entry``).
 """
 
 from __future__ import annotations
@@ -27,13 +17,36 @@ import os
 import platform
 import subprocess
 import sys
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .atomic import atomic_write
 from .kernel import QUIET_ENV, available_cores
 
-__all__ = ['machine', 'environment', 'load_average', 'make_summary', 'write_summary']
+__all__ = ['Entry', 'machine', 'environment', 'load_average', 'make_summary', 'write_summary']
+
+
+@dataclass
+class Entry:
+    """What one notebook of a batch did: one item of ``notebooks`` in summary.json."""
+
+    notebook: str  # its path relative to the current folder (else absolute)
+    status: str = 'not run'  # ok, failed, timeout, interrupted, not run
+    seconds: float | None = None  # the runner's time for it (null if not run)
+    error: dict[str, Any] | None = None  # cell (its index), cell_id, ename, evalue; null if ok
+    parameters: dict[str, Any] = field(default_factory=dict)  # as given (not results_path)
+    results: Any = None  # the JSON it saved with save_results to its results_path
+    headline: str | None = None  # the text printed by its cells tagged report-headline
+    kernel_seconds: float | None = None  # papermill's duration
+    output: str | None = None  # the executed notebook, relative to summary.json's folder
+    log: str | None = None  # its log, likewise
+    refreshed: bool | None = None  # --inplace: whether the committed notebook was rewritten
+    note: str | None = None  # where something deserves one
+
+    def as_dict(self) -> dict[str, Any]:
+        """The entry as summary.json holds it."""
+        return asdict(self)
 
 
 def machine() -> dict[str, Any]:
@@ -76,26 +89,21 @@ def environment(timeout: float = 300) -> dict[str, Any]:
         return {'error': f'environment report failed: {err}'}
 
 
-def make_summary(entries: list[dict[str, Any]], **run: Any) -> dict[str, Any]:
-    """The summary of a batch: ``run`` (the top-level fields) and the ``entries``.
-
-    The ``environment`` an entry carries (from its kernel) is taken out of every entry; the
-    first one becomes the summary's.
-    """
-    entries = [dict(e) for e in entries]
-    reported = [e.pop('environment', None) for e in entries]
+def make_summary(entries: list[Entry], **run: Any) -> dict[str, Any]:
+    """The summary of a batch: ``run`` (the top-level fields) and the ``entries``."""
     counts: dict[str, int] = {}
     for e in entries:
-        counts[e['status']] = counts.get(e['status'], 0) + 1
+        counts[e.status] = counts.get(e.status, 0) + 1
     return {
         **run,
         'counts': counts,
-        'environment': next((r for r in reported if r), None),
-        'notebooks': entries,
+        'environment': None,
+        'notebooks': [e.as_dict() for e in entries],
     }
 
 
 def write_summary(summary: dict[str, Any], out: Path) -> Path:
     """Write ``out/summary.json`` atomically; return its path."""
     text = json.dumps(summary, indent=2, ensure_ascii=False, default=str) + '\n'
+    Path(out).mkdir(parents=True, exist_ok=True)  # even when nothing ran
     return atomic_write(Path(out) / 'summary.json', text)

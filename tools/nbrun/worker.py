@@ -12,11 +12,9 @@ notebook cleanly, as papermill says). papermill also raises ``PapermillExecution
 error a cell teaches: the hook decides, and papermill's error banner is dropped when it names
 such a cell.
 
-One more cell is run at the end (and removed from the output): if the notebook imported
-TensorFlow, its kernel reports the environment (``env_report``) for the batch's summary at no
-cost. The executed notebook goes to OUTPUT (atomically), then STATUS gets, as JSON:
-``status`` (``ok`` or ``failed``), ``error`` (``cell``, ``cell_id``, ``ename``, ``evalue``),
-``kernel_seconds``, ``environment`` and ``output`` (whether OUTPUT was written).
+The executed notebook goes to OUTPUT (atomically), then STATUS gets, as JSON: ``status``
+(``ok`` or ``failed``), ``error`` (``cell``, ``cell_id``, ``ename``, ``evalue``),
+``kernel_seconds`` and ``output`` (whether OUTPUT was written).
 """
 
 from __future__ import annotations
@@ -34,15 +32,6 @@ from papermill.exceptions import PapermillExecutionError
 from .atomic import atomic_write
 from .notebook import allows_error, for_papermill, one_line, tags, write_notebook
 
-ENV_CELL_ID = 'd2l-batch-environment'
-ENV_CELL = """import sys as _sys
-if 'tensorflow' in _sys.modules:
-    try:
-        import json as _json
-        from d2lhelpers import env_report as _env_report
-        print(_json.dumps(_env_report().as_dict(), default=str))
-    except Exception:
-        pass"""
 _BANNER_TAG = 'papermill-error-cell-tag'
 
 
@@ -58,22 +47,11 @@ def _clean_exit(content: dict[str, Any]) -> bool:
     return content.get('ename') == 'SystemExit' and str(content.get('evalue', '')) in ('', '0')
 
 
-def _environment(cell: nbformat.NotebookNode) -> dict[str, Any] | None:
-    for out in cell.get('outputs', []):
-        if out.get('name') == 'stdout' and out.get('text', '').strip():
-            try:
-                return json.loads(out['text'].strip().splitlines()[-1])
-            except ValueError:
-                return None
-    return None
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Execute the notebook; return what STATUS gets."""
     source = nbformat.read(args.source, as_version=4)
     index = {c.get('id'): i for i, c in enumerate(source.cells)}
     nb = for_papermill(source)
-    nb.cells.append(nbformat.v4.new_code_cell(ENV_CELL, id=ENV_CELL_ID))
     where: dict[str, Any] = {'cell': None, 'cell_id': None}
     failure: dict[str, Any] = {}
 
@@ -126,9 +104,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
         if not keep_banner:
             executed.cells = plain
-        env = [c for c in executed.cells if c.get('id') == ENV_CELL_ID]
-        executed.cells = [c for c in executed.cells if c.get('id') != ENV_CELL_ID]
-        info['environment'] = _environment(env[0]) if env else None
         info['kernel_seconds'] = executed.metadata.get('papermill', {}).get('duration')
         write_notebook(executed, args.output)
         info['output'] = True
