@@ -270,7 +270,7 @@ def test_isolate_true_refuses_a_namespace_that_is_not_private(monkeypatch, capsy
 @pytest.mark.parametrize(
     'kwargs, error, match',
     [
-        ({'deadline_s': float('nan')}, ValueError, 'tham số `deadline_s` phải là một số giây'),
+        ({'deadline_s': float('nan')}, ValueError, 'tham số `deadline_s` phải là một số'),
         ({'global_batch': 33}, ValueError, 'global_batch'),
         ({'isolate': 1}, TypeError, 'isolate'),
         ({'worker_args': {2: ['--steps', '1']}}, ValueError, 'worker_args'),
