@@ -213,7 +213,7 @@ def test_keyboard_interrupt_leaves_nothing_behind(isolate):
 
     threading.Thread(target=interrupt, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
-        run_workers(2, isolate=isolate, worker_args={0: SLEEPING, 1: SLEEPING}, deadline_s=60)
+        run_workers(2, isolate=isolate, worker_args={0: SLEEPING, 1: SLEEPING}, deadline_s=120)
     _assert_nothing_left(seen['pids'], 2, seen['sid'])
 
 
