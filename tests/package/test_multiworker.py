@@ -211,9 +211,15 @@ def test_keyboard_interrupt_leaves_nothing_behind(isolate):
         seen['sid'] = os.getsid(seen['pids'][0])  # the launcher's session
         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
-    threading.Thread(target=interrupt, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        run_workers(2, isolate=isolate, worker_args={0: SLEEPING, 1: SLEEPING}, deadline_s=120)
+    # A kernel runs a cell with SIGINT raising KeyboardInterrupt. This process may have inherited
+    # SIGINT ignored (a job started with `&` from a script does), so the test sets it, as a kernel.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=interrupt, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            run_workers(2, isolate=isolate, worker_args={0: SLEEPING, 1: SLEEPING}, deadline_s=60)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     _assert_nothing_left(seen['pids'], 2, seen['sid'])
 
 
