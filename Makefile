@@ -88,8 +88,10 @@ $(LAB_STAMP): $(STAMP) requirements-lab.txt
 	$(PY) -m pip install --quiet -r $(VENV)/requirements-lab-only.txt -c $(REQS)
 	@touch $@
 
+# As root (a container), Jupyter refuses to start without --allow-root. LAB_ARGS adds options.
+LAB_ARGS ?=
 lab: $(LAB_STAMP)
-	$(VENV)/bin/jupyter lab --notebook-dir=.
+	$(VENV)/bin/jupyter lab --notebook-dir=. $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 bench: $(STAMP)
 	$(PY) -m pytest tests -m timing -q

@@ -98,6 +98,37 @@ def test_no_stored_errors_outside_raises_exception_cells(path):
 
 
 @per_notebook
+def test_no_stored_output_on_stderr(path):
+    bad = [
+        cell_name(c)
+        for c in code_cells(load(path))
+        for out in c.get('outputs', [])
+        if out.get('name') == 'stderr'
+    ]
+    assert not bad, f'cells with output on stderr (a warning a learner would see): {bad}'
+
+
+XLA_ON = re.compile(r'jit_compile=(?!False)|set_jit\(|tf_xla_auto_jit|--xla_')
+
+
+@per_notebook
+def test_no_code_cell_compiles_with_xla(path):
+    # TF 2.20 (Colab's) prints two lines on stderr the first time XLA compiles ("All log messages
+    # before absl::InitializeLog() ...", "Compiled cluster using XLA!"), whatever
+    # TF_CPP_MIN_LOG_LEVEL says; Keras 3's compile() turns XLA on for fit on a GPU unless it is
+    # given jit_compile=False. So no cell turns XLA on, and every compile() turns it off.
+    cells = code_cells(load(path))
+    bad = [cell_name(c) for c in cells if XLA_ON.search(c.source)]
+    bad += [
+        cell_name(c)
+        for c in cells
+        for call in re.findall(r'\.compile\([^\n]*', c.source)
+        if 'jit_compile=False' not in call
+    ]
+    assert not bad, f'cells that may compile with XLA: {bad}'
+
+
+@per_notebook
 def test_no_machine_paths_in_outputs(path):
     bad = sorted(
         {
