@@ -31,10 +31,11 @@ TIE_BAND = 1.1
 
 
 def format_seconds(s: float) -> str:
-    """A duration with a readable unit: ``1.234 s``, ``4.567 ms``, ``12.3 µs``."""
-    if s >= 1:
+    """A duration with a readable unit: ``1.234 s``, ``4.567 ms``, ``12.3 µs`` (also ``-4.567 ms``:
+    the unit follows the size, whatever the sign)."""
+    if abs(s) >= 1:
         return f'{s:.3f} s'
-    if s >= 1e-3:
+    if abs(s) >= 1e-3:
         return f'{s * 1e3:.3f} ms'
     return f'{s * 1e6:.1f} µs'
 
@@ -162,16 +163,11 @@ class Comparison:
             return 'không đạt'
         return 'trong nhiễu'
 
-    def __str__(self) -> str:
-        spread = f'(khoảng {self.low:.2f}x–{self.high:.2f}x theo IQR)'
-        if self.kind == 'faster':
-            spread = f'(khoảng {1 / self.high:.2f}x–{1 / self.low:.2f}x theo IQR)'
-            return f'{self.a} nhanh hơn {self.b} {self.speedup:.2f}x {spread}'
-        if self.kind == 'slower':
-            return f'{self.a} chậm hơn {self.b} {self.ratio:.2f}x {spread}'
+    def __str__(self) -> str:  # one shape for every verdict: only the verdict word changes
+        verdict = {'faster': 'nhanh hơn', 'slower': 'chậm hơn', 'tie': 'ngang nhau'}[self.kind]
         return (
-            f'{self.a} và {self.b} ngang nhau: tỉ số thời gian {self.ratio:.2f}x {spread}; '
-            f'hòa khi trong dải hòa ≤ {self.band:.2f}x hoặc khi IQR hai bên chồng nhau'
+            f'{self.a} so với {self.b}: {verdict} (tỉ số thời gian {self.ratio:.2f}x, '
+            f'khoảng {self.low:.2f}x–{self.high:.2f}x theo IQR)'
         )
 
     __repr__ = __str__

@@ -1,7 +1,9 @@
 """tests/sanitize.cfg, read by nbval's own parser: it masks measured numbers and nothing else.
 
-Measured figures lose their number and keep their unit; fixed values (thresholds, ideals and
-data-sheet figures) stay as they are, so a changed target or data-sheet figure fails nbval.
+Measured figures lose their number and keep their unit; measured verdicts (a word from a closed
+list at a fixed place) lose the word and keep the rest of the line; fixed values (thresholds,
+ideals and data-sheet figures) stay as they are, so a changed target or data-sheet figure fails
+nbval.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ TEXT = SANITIZE_CFG.read_text(encoding='utf-8')
 
 
 def test_nbval_reads_every_pair():
-    assert len(PATTERNS) == len(re.findall(r'^regex:', TEXT, flags=re.MULTILINE)) == 3
+    assert len(PATTERNS) == len(re.findall(r'^regex:', TEXT, flags=re.MULTILINE)) == 7
     assert all(replace.strip() for _, replace in PATTERNS)
 
 
@@ -139,3 +141,57 @@ def test_every_reference_figure_is_compared_as_it_is():
 def test_a_measured_line_is_not_protected_by_a_reference_line_below_it():
     text = 'đo được 12.0 ms\n  median_s.device_once: 421.150 ms (tham khảo)'
     assert sanitize(text).splitlines()[0] == 'đo được <thời gian>'
+
+
+@pytest.mark.parametrize('word', ['nhanh hơn', 'chậm hơn', 'ngang nhau'])
+def test_masks_the_verdict_of_compare_and_keeps_the_rest(word):
+    from d2lhelpers import compare
+
+    c = str(compare(1.0, 2.0, names=('(a) chép mỗi bước', '(b) chép một lần')))
+    line = c.replace('nhanh hơn', word)
+    assert sanitize(line) == (
+        '(a) chép mỗi bước so với (b) chép một lần: <kết luận> '
+        '(tỉ số thời gian <số>x, khoảng <số>x–<số>x theo IQR)'
+    )
+    assert sanitize(line) != sanitize(line.replace('(b) chép một lần', '(b) chép hai lần'))
+    assert sanitize(line.replace(word, 'nhanh gấp')) != sanitize(line)  # not a verdict word
+
+
+@pytest.mark.parametrize('word', ['đạt', 'không đạt', 'trong nhiễu'])
+def test_masks_a_target_verdict_but_not_its_target(word):
+    assert sanitize(f'- tỉ số 1.04x; mục tiêu ≤ 1.2x: {word}') == (
+        '- tỉ số <số>x; mục tiêu ≤ 1.2x: <kết luận>'
+    )
+    assert sanitize(f'mục tiêu ≤ 1.2x: {word}') != sanitize(f'mục tiêu ≤ 1.3x: {word}')
+
+
+@pytest.mark.parametrize(
+    'regime', ['chi phí cố định (overhead) / mức sàn', 'băng thông bộ nhớ', 'tính toán']
+)
+def test_masks_a_regime_after_its_label(regime):
+    assert sanitize(f'n = 2048: chế độ {regime}, 1.0 GFLOP/s') == (
+        'n = 2048: chế độ <chế độ>, <số> GFLOP/s'
+    )
+    assert sanitize(f'- chế độ: {regime}; cùng tổng: True') == '- chế độ: <chế độ>; cùng tổng: True'
+    assert sanitize(f'- chế độ: {regime}; cùng tổng: True') != sanitize(
+        f'- chế độ: {regime}; cùng tổng: False'
+    )
+    assert sanitize(f'{regime} là gì') == f'{regime} là gì'  # only after its label
+
+
+def test_masks_the_sizes_found_at_the_floor():
+    assert sanitize('mức sàn ở n = [16, 32, 64]; n = 2048') == 'mức sàn ở n = <các n>; n = 2048'
+    assert sanitize('gặp ở n = không có') == 'gặp ở n = <các n>'
+    assert sanitize('trần 227.4 GFLOP/s ở n = 1024') == 'trần <số> GFLOP/s ở n = 1024'
+
+
+def test_a_negative_duration_is_a_duration():
+    assert sanitize('lượt xuôi -35.9 µs, mức sàn 75.0 µs') == sanitize(
+        'lượt xuôi 1.2 ms, mức sàn 3 µs'
+    )
+    assert sanitize('-35.9 µs') == '<thời gian>' and sanitize('-35.9') == '-35.9'
+
+
+def test_a_reference_line_keeps_its_verdicts():
+    line = '  kind.host_vs_device: ngang nhau; chế độ tính toán, ở n = [16] (tham khảo)'
+    assert sanitize(line) == line

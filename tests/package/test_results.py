@@ -13,7 +13,14 @@ from d2lhelpers import BenchmarkResult, format_seconds, save_results
 
 
 @pytest.mark.parametrize(
-    'seconds, text', [(1.5, '1.500 s'), (0.0123456, '12.346 ms'), (0.0000123, '12.3 µs')]
+    'seconds, text',
+    [
+        (1.5, '1.500 s'),
+        (0.0123456, '12.346 ms'),
+        (0.0000123, '12.3 µs'),
+        (-0.0068094, '-6.809 ms'),  # a difference of two medians: the unit follows the size
+        (-0.0000359, '-35.9 µs'),
+    ],
 )
 def test_format_seconds_picks_the_unit(seconds, text):
     assert format_seconds(seconds) == text
