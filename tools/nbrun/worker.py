@@ -21,18 +21,34 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import papermill
+from jupyter_client.manager import AsyncKernelManager
 from papermill.exceptions import PapermillExecutionError
 
 from .atomic import atomic_write
 from .notebook import allows_error, for_papermill, one_line, tags, write_notebook
 
 _BANNER_TAG = 'papermill-error-cell-tag'
+
+
+class IPCKernelManager(AsyncKernelManager):
+    """The kernel's sockets are Unix sockets in a folder of this process (``socket_dir``), not
+    TCP ports: with TCP, the client picks free ports and the kernel binds them a moment later,
+    so two kernels starting at once can pick the same one ("Address already in use", "Kernel
+    died before replying to kernel_info"); and no port is open to other users of the machine."""
+
+    socket_dir = ''
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.transport, self.ip = 'ipc', str(Path(self.socket_dir) / 'kernel')
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -78,6 +94,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             args.scratch,
             parameters=json.loads(args.parameters),
             kernel_name='python3',
+            kernel_manager_class=IPCKernelManager,
             progress_bar=False,
             request_save_on_cell_execute=False,
             cwd=args.cwd,
@@ -112,6 +129,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
+    sockets = tempfile.mkdtemp(prefix='nbrun-kernel-')  # short: a Unix socket path has ~107 bytes
+    IPCKernelManager.socket_dir = sockets
     try:
         info = run(args)
     except Exception as err:  # noqa: BLE001 - reported to the runner, with the traceback in the log
@@ -128,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
             },
             'output': False,
         }
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
     atomic_write(args.status, json.dumps(info, ensure_ascii=False))
     return 0
 

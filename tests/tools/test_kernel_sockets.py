@@ -1,0 +1,41 @@
+"""The runner's kernels talk over Unix sockets in a folder of their own, never over TCP ports
+(two kernels starting at once could race for the same free port)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+from nbrun import worker
+
+
+def test_the_kernel_manager_writes_an_ipc_connection_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(worker.IPCKernelManager, 'socket_dir', str(tmp_path))
+    km = worker.IPCKernelManager(connection_file=str(tmp_path / 'kernel.json'))
+    km.write_connection_file()
+    info = json.loads((tmp_path / 'kernel.json').read_text())
+    assert info['transport'] == 'ipc' and info['ip'] == str(tmp_path / 'kernel')
+
+
+def test_the_worker_runs_papermill_with_it_and_removes_the_sockets(tmp_path, monkeypatch):
+    seen = {}
+
+    def fake_execute(nb, output, **kwargs):
+        folder = worker.IPCKernelManager.socket_dir
+        seen.update(manager=kwargs['kernel_manager_class'], folder=folder)
+        seen['mode'] = stat.S_IMODE(os.stat(folder).st_mode)
+        seen['socket_path'] = len(f'{folder}/kernel-99999'.encode())
+
+    monkeypatch.setattr(worker.papermill, 'execute_notebook', fake_execute)
+    source = tmp_path / 'nb.ipynb'
+    empty = {'cells': [], 'metadata': {}, 'nbformat': 4, 'nbformat_minor': 5}
+    source.write_text(json.dumps(empty))
+    args = ['--source', str(source), '--output', str(tmp_path / 'out.ipynb')]
+    args += ['--scratch', str(tmp_path / 's.ipynb'), '--status', str(tmp_path / 'status.json')]
+    args += ['--progress', str(tmp_path / 'p.json'), '--cwd', str(tmp_path)]
+    assert worker.main(args) == 0
+    assert json.loads((tmp_path / 'status.json').read_text())['status'] == 'ok'
+    assert seen['manager'] is worker.IPCKernelManager
+    assert seen['mode'] == 0o700 and seen['socket_path'] < 100  # private; sun_path is 108 bytes
+    assert not os.path.exists(seen['folder'])  # removed when the notebook ends
