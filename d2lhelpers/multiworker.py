@@ -6,7 +6,7 @@ user + network namespace (``unshare --map-root-user --net``) whose only interfac
 loopback; where the OS refuses, on the machine's network, after one warning line on stderr naming
 the open ports (``isolate=True`` raises ``NetworkIsolationError`` instead). The processes: this
 file, run as a script, is the launcher (standard library only, inside the namespace). It starts
-the workers, and kills them all (SIGKILL: a worker waiting for its peer ignores SIGTERM) and reaps
+the workers, and kills them all (SIGKILL: it cannot be caught, so nothing delays the end) and reaps
 them as soon as one fails or its stdin ends: ``run_workers`` closes it at ``deadline_s``, on any
 exception or KeyboardInterrupt, and the OS does when the caller dies. No process outlives the call.
 """
