@@ -39,3 +39,7 @@ def test_the_worker_runs_papermill_with_it_and_removes_the_sockets(tmp_path, mon
     assert seen['manager'] is worker.IPCKernelManager
     assert seen['mode'] == 0o700 and seen['socket_path'] < 100  # private; sun_path is 108 bytes
     assert not os.path.exists(seen['folder'])  # removed when the notebook ends
+
+    given = tmp_path / 'private' / '0.sockets'  # the runner's: it removes its private folder
+    assert worker.main([*args, '--sockets', str(given)]) == 0
+    assert seen['folder'] == str(given) and seen['mode'] == 0o700 and given.is_dir()

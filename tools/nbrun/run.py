@@ -61,6 +61,7 @@ class _Files:
     status: Path
     progress: Path
     results: Path
+    sockets: Path  # the kernel's Unix sockets
 
 
 @dataclass
@@ -147,6 +148,7 @@ class Batch:
             *('--source', str(job.source), '--output', str(files.output)),
             *('--scratch', str(files.scratch), '--status', str(files.status)),
             *('--progress', str(files.progress), '--cwd', str(job.source.parent)),
+            *('--sockets', str(files.sockets)),  # in the private folder: removed in every ending
             *('--parameters', json.dumps(parameters)),
         ]
         token = new_token()
@@ -266,6 +268,7 @@ def _files(out: Path, private: Path, job: Job, n: int) -> _Files:
         status=private / f'{n}.status.json',
         progress=private / f'{n}.progress.json',
         results=private / f'{n}.results.json',
+        sockets=private / f'{n}.sockets',
     )
 
 

@@ -56,6 +56,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     for name in ('source', 'output', 'scratch', 'status', 'progress', 'cwd'):
         ap.add_argument(f'--{name}', required=True)
     ap.add_argument('--parameters', default='{}', help='JSON mapping NAME: VALUE')
+    ap.add_argument(
+        '--sockets', help="folder for the kernel's sockets, removed by the caller (default: a "
+        'temporary folder this process removes; a killed process leaves it behind)',
+    )  # fmt: skip
     return ap.parse_args(argv)
 
 
@@ -129,7 +133,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
-    sockets = tempfile.mkdtemp(prefix='nbrun-kernel-')  # short: a Unix socket path has ~107 bytes
+    if args.sockets:
+        Path(args.sockets).mkdir(mode=0o700, parents=True, exist_ok=True)
+    # short: a Unix socket's path holds 107 bytes
+    sockets = args.sockets or tempfile.mkdtemp(prefix='nbrun-kernel-')
     IPCKernelManager.socket_dir = sockets
     try:
         info = run(args)
@@ -148,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
             'output': False,
         }
     finally:
-        shutil.rmtree(sockets, ignore_errors=True)
+        if not args.sockets:
+            shutil.rmtree(sockets, ignore_errors=True)
     atomic_write(args.status, json.dumps(info, ensure_ascii=False))
     return 0
 
