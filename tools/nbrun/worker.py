@@ -39,10 +39,11 @@ _BANNER_TAG = 'papermill-error-cell-tag'
 
 
 class IPCKernelManager(AsyncKernelManager):
-    """The kernel's sockets are Unix sockets in a folder of this process (``socket_dir``), not
-    TCP ports: with TCP, the client picks free ports and the kernel binds them a moment later,
-    so two kernels starting at once can pick the same one ("Address already in use", "Kernel
-    died before replying to kernel_info"); and no port is open to other users of the machine."""
+    """The kernel's sockets are Unix sockets in ``socket_dir`` (the runner's private folder, or
+    one this process makes), not TCP ports: with TCP, the client picks free ports and the kernel
+    binds them a moment later, so two kernels starting at once can pick the same one ("Address
+    already in use", "Kernel died before replying to kernel_info"); and no port is open to other
+    users of the machine."""
 
     socket_dir = ''
 
