@@ -15,7 +15,6 @@ import sys
 import textwrap
 
 import pytest
-import tensorflow as tf
 
 import d2lhelpers
 from d2lhelpers import (
@@ -37,6 +36,8 @@ def fake_devices(monkeypatch, gpus: int, physical_gpus: int | None = None) -> No
 
     The extra logical GPUs all come from physical GPU 0 (as ``ensure_devices`` splits).
     """
+    import tensorflow as tf
+
     physical_gpus = gpus if physical_gpus is None else physical_gpus
     cpu_dev = tf.config.PhysicalDevice('/physical_device:CPU:0', 'CPU')
     phys = [
@@ -71,7 +72,7 @@ def test_names_and_reprs():
     assert repr([cpu(), gpu(1)]) == '[/CPU:0, /GPU:1]' and f'{cpu()}' == '/CPU:0'
 
 
-def test_device_normalises_long_names_and_device_specs():
+def test_device_normalises_long_names_and_device_specs(tf):
     assert Device('/job:localhost/replica:0/task:0/device:CPU:0') == '/CPU:0'
     assert Device(tf.DeviceSpec(device_type='GPU', device_index=2)) == '/GPU:2'
 
@@ -98,7 +99,7 @@ def test_try_gpu_checks_the_index_before_counting(monkeypatch):
         try_gpu(-1)
 
 
-def test_a_device_carries_the_name_d2l_reads(monkeypatch):
+def test_a_device_carries_the_name_d2l_reads(monkeypatch, tf):
     # d2l's TensorFlow training functions do `tf.distribute.OneDeviceStrategy(device._device_name)`
     fake_devices(monkeypatch, gpus=2)
     assert try_gpu(5)._device_name == '/CPU:0' and gpu(1)._device_name == '/GPU:1'
@@ -109,7 +110,7 @@ def test_a_device_carries_the_name_d2l_reads(monkeypatch):
 # --- using a device as a context -------------------------------------------------------------
 
 
-def test_with_device_and_tf_device_place_ops_there():
+def test_with_device_and_tf_device_place_ops_there(tf):
     with cpu():
         x = tf.constant([1.0]) + 1
     with tf.device(cpu()):
@@ -117,7 +118,7 @@ def test_with_device_and_tf_device_place_ops_there():
     assert Device(x.device) == Device(y.device) == cpu()
 
 
-def test_with_device_can_be_nested_and_reused():
+def test_with_device_can_be_nested_and_reused(tf):
     d = cpu()
     with d:
         with d:
@@ -174,7 +175,7 @@ def test_ensure_devices_uses_what_exists_without_a_word(monkeypatch, capsys):
     assert capsys.readouterr().out == ''
 
 
-def test_ensure_devices_splits_one_gpu_with_memory_limit(monkeypatch, capsys):
+def test_ensure_devices_splits_one_gpu_with_memory_limit(monkeypatch, capsys, tf):
     fake_devices(monkeypatch, gpus=1)
     calls = []
     monkeypatch.setattr(
@@ -273,7 +274,7 @@ def test_d2l_timer_calls_work(fresh_run):
 # --- env_report ------------------------------------------------------------------------------
 
 
-def test_env_report_without_gpu(monkeypatch):
+def test_env_report_without_gpu(monkeypatch, tf):
     fake_devices(monkeypatch, gpus=0)
     report = env_report()
     text = str(report)
@@ -287,7 +288,7 @@ def test_env_report_shows_as_text_in_ipython():
     assert repr(report) == str(report)  # IPython shows the repr of a cell's value
 
 
-def test_env_report_maps_split_logical_gpus_to_their_physical_gpu(monkeypatch):
+def test_env_report_maps_split_logical_gpus_to_their_physical_gpu(monkeypatch, tf):
     """Physical GPU 0 split in two (2048 MB each), physical GPU 1 whole."""
     fake_devices(monkeypatch, gpus=3, physical_gpus=2)
     monkeypatch.setattr(
@@ -352,7 +353,7 @@ def test_same_model_gpus_pair_by_position(monkeypatch):
     assert devices_module._smi_row(1, 'Tesla T4', rows)['index'] == '1'
 
 
-def test_ensure_devices_turns_on_memory_growth_on_gpus_it_does_not_split(monkeypatch):
+def test_ensure_devices_turns_on_memory_growth_on_gpus_it_does_not_split(monkeypatch, tf):
     fake_devices(monkeypatch, gpus=3)
     grown = []
     monkeypatch.setattr(

@@ -1,10 +1,12 @@
 """run_workers: equal weights, worker ports off the network, no process left when anything fails.
 
-Two tests train for real (two TensorFlow processes each), in the default mode (the private
-network namespace on Linux) and with ``isolate=False``: a wrapper of the worker script holds the
-workers once their gRPC servers run, while the test reads the TCP socket tables of both network
-namespaces. The others fail on purpose with workers that never import TensorFlow (a bad argument,
-or ``--delay-start 600``). Every wait is for an event; no sleep serves as synchronisation.
+One test trains for real (two TensorFlow processes) in the default mode, the private network
+namespace on Linux: a wrapper of the worker script holds the workers once their gRPC servers run,
+while the test reads the TCP socket tables of both network namespaces. Its control, with
+``isolate=False``, reads the same tables while stand-in workers listen where TensorFlow's servers
+would (every address, the ports of ``TF_CONFIG``) without importing TensorFlow. The others fail on
+purpose with workers that never import TensorFlow (a bad argument, or ``--delay-start 600``).
+Every wait is for an event; no sleep serves as synchronisation.
 """
 
 from __future__ import annotations
@@ -22,7 +24,13 @@ import numpy as np
 import pytest
 
 from d2lhelpers import multiworker
-from d2lhelpers.multiworker import NetworkIsolationError, WorkerError, WorkerTimeout, run_workers
+from d2lhelpers.multiworker import (
+    SHARED_NOTE,
+    NetworkIsolationError,
+    WorkerError,
+    WorkerTimeout,
+    run_workers,
+)
 
 SCRIPTS = (multiworker.WORKER_SCRIPT.name, Path(multiworker.__file__).name)
 SLEEPING = ['--delay-start', '600']  # a worker that sleeps before importing TensorFlow
@@ -41,6 +49,20 @@ def held():
 tf.distribute.MultiWorkerMirroredStrategy = held
 sys.argv[0] = REAL
 runpy.run_path(REAL, run_name='__main__')
+"""
+# Stands in for the worker script without TensorFlow: listens where TF's gRPC server would (every
+# address, the port of TF_CONFIG) until $MW_TEST_DIR/go exists, then writes a result and exits 0.
+LISTEN = """
+import json, os, socket, sys, time
+import numpy as np
+d, config = os.environ['MW_TEST_DIR'], json.loads(os.environ['TF_CONFIG'])
+index = config['task']['index']
+server = socket.create_server(('', int(config['cluster']['worker'][index].rsplit(':', 1)[1])))
+open(f'{d}/{os.getpid()}.up', 'x').close()
+while not os.path.exists(d + '/go'):
+    time.sleep(0.05)
+out = sys.argv[sys.argv.index('--out') + 1]
+np.savez(f'{out}/worker{index}.npz', losses=np.array([1.0]), w0=np.zeros(2, 'float32'))
 """
 
 
@@ -107,15 +129,10 @@ def _socket_inodes(pid: int) -> set[int]:
     return {int(t[8:-1]) for t in links if t.startswith('socket:[')}
 
 
-def test_training_run_ports_visibility_and_equal_weights(
-    isolate, isolated_here, tmp_path, monkeypatch, capsys
-):
-    network = _network(isolate, isolated_here)
-    if isolate is None and sys.platform.startswith('linux'):
-        assert isolated_here  # on Linux (CI) the default must be the private namespace
-    wrapper = tmp_path / 'hold.py'
-    wrapper.write_text(f'REAL = {str(multiworker.WORKER_SCRIPT)!r}\n{HOLD}')
-    monkeypatch.setattr(multiworker, 'WORKER_SCRIPT', wrapper)
+def _held_run(script: Path, isolate: bool | None, monkeypatch, tmp_path: Path) -> dict:
+    """Run 2 workers of ``script`` (which writes ``<pid>.up`` and waits for ``go``); while both
+    wait, read the socket tables of their namespace and of ours."""
+    monkeypatch.setattr(multiworker, 'WORKER_SCRIPT', script)
     monkeypatch.setenv('MW_TEST_DIR', str(tmp_path))
     box: dict = {}
 
@@ -130,47 +147,72 @@ def test_training_run_ports_visibility_and_equal_weights(
     thread = threading.Thread(target=run)
     thread.start()
     try:
-        while len(ups := list(tmp_path.glob('*.up'))) < 2:  # both gRPC servers run, not training
+        while len(ups := list(tmp_path.glob('*.up'))) < 2:  # both servers run, not training
             thread.join(0.05)
             assert thread.is_alive(), f'run_workers ended before its workers were up: {box!r}'
         pids = sorted(int(p.stem) for p in ups)
-        ns = {os.readlink(f'/proc/{pid}/ns/net') for pid in pids}
-        theirs, ours = _tcp_table(Path(f'/proc/{pids[0]}/net')), _tcp_table(Path('/proc/self/net'))
-        worker_sockets = _socket_inodes(pids[0]) | _socket_inodes(pids[1])
-        # The servers listen on every address (0.0.0.0 or ::), whatever TF_CONFIG's host says.
-        servers = [r for r in theirs if r[2] == '0A' and r[3] in worker_sockets]  # 0A: LISTEN
-        assert len(servers) >= 2 and all(set(r[0]) == {'0'} for r in servers), servers
-        listening_here = {r[3] for r in ours if r[2] == '0A'}
-        assert len(ns) == 1  # both workers share one namespace: they reach each other
-        if network == 'isolated':
-            assert ns != {os.readlink('/proc/self/ns/net')}
-            assert worker_sockets.isdisjoint(r[3] for r in ours)  # no socket of theirs at all
-        else:  # the control: the same reading does see the servers when they are exposed
-            assert ns == {os.readlink('/proc/self/ns/net')}
-            assert {r[3] for r in servers} <= listening_here
+        box['ns'] = {os.readlink(f'/proc/{pid}/ns/net') for pid in pids}
+        box['theirs'] = _tcp_table(Path(f'/proc/{pids[0]}/net'))
+        box['ours'] = _tcp_table(Path('/proc/self/net'))
+        box['sockets'] = _socket_inodes(pids[0]) | _socket_inodes(pids[1])
+        box['pids'] = pids
     finally:
         (tmp_path / 'go').touch()
         thread.join()
     assert 'error' not in box, box['error']
     result = box['result']
-    assert (result.network, sorted(result.pids), result.exit_codes) == (network, pids, [0, 0])
+    assert (sorted(result.pids), result.exit_codes) == (box['pids'], [0, 0])
+    # The servers listen on every address (0.0.0.0 or ::), whatever TF_CONFIG's host says.
+    servers = [r for r in box['theirs'] if r[2] == '0A' and r[3] in box['sockets']]  # 0A: LISTEN
+    assert len(servers) >= 2 and all(set(r[0]) == {'0'} for r in servers), servers
+    assert {int(h.rsplit(':', 1)[1]) for h in result.hosts} <= {r[1] for r in servers}
+    assert len(box['ns']) == 1  # both workers share one namespace: they reach each other
+    box['servers'] = servers
+    _assert_nothing_left(result.pids, 2, result.launcher_pid)
+    return box
+
+
+def test_training_run_ports_visibility_and_equal_weights(
+    isolated_here, tmp_path, monkeypatch, capsys
+):
+    if sys.platform.startswith('linux'):
+        assert isolated_here  # on Linux (CI) the default must be the private namespace
+    wrapper = tmp_path / 'hold.py'
+    wrapper.write_text(f'REAL = {str(multiworker.WORKER_SCRIPT)!r}\n{HOLD}')
+    box = _held_run(wrapper, None, monkeypatch, tmp_path)
+    result = box['result']
     assert result.equal and result.max_abs_diff == 0.0
     assert len(result.losses[0]) == 3 and result.losses[0] == result.losses[1]
     assert all(math.isfinite(v) for v in result.losses[0])
-    assert {int(h.rsplit(':', 1)[1]) for h in result.hosts} <= {r[1] for r in servers}
-    _assert_nothing_left(result.pids, 2, result.launcher_pid)
     warnings = [x for x in capsys.readouterr().err.splitlines() if x.startswith('CẢNH BÁO')]
-    if network == 'isolated':
-        assert warnings == [] and str(result).endswith('; mạng: ' + multiworker.ISOLATED_NOTE)
-    else:
-        p0, p1 = (h.rsplit(':', 1)[1] for h in result.hosts)
-        assert warnings == [
-            'CẢNH BÁO: mạng không được cô lập (isolate=False). Trong tối đa 300 s, 2 worker '
-            f'TensorFlow lắng nghe trên mọi địa chỉ mạng của máy này (0.0.0.0, cổng {p0}, {p1}), '
-            'không có xác thực: ai kết nối được tới máy này có thể chạy lệnh trong các tiến trình '
-            'đó.'
-        ]
-        assert 'mạng: dùng chung với máy (isolate=False)' in str(result)
+    if isolated_here:
+        assert result.network == 'isolated' and warnings == []
+        assert box['ns'] != {os.readlink('/proc/self/ns/net')}
+        assert box['sockets'].isdisjoint(r[3] for r in box['ours'])  # no socket of theirs at all
+        assert str(result).endswith('; mạng: ' + multiworker.ISOLATED_NOTE)
+    else:  # not Linux, or the namespace was refused: shared, with a warning
+        assert result.network == 'shared' and len(warnings) == 1
+
+
+def test_isolate_false_exposes_the_worker_ports(tmp_path, monkeypatch, capsys):
+    """The control of the test above: the same reading does see the servers when they are
+    exposed (stand-in workers, listening as TensorFlow's would), and the warning names them."""
+    script = tmp_path / multiworker.WORKER_SCRIPT.name
+    script.write_text(LISTEN)
+    box = _held_run(script, False, monkeypatch, tmp_path)
+    result = box['result']
+    assert box['ns'] == {os.readlink('/proc/self/ns/net')}
+    listening_here = {r[3] for r in box['ours'] if r[2] == '0A'}
+    assert {r[3] for r in box['servers']} <= listening_here
+    assert result.network == 'shared'
+    assert str(result).endswith('; mạng: ' + SHARED_NOTE.format(reason='isolate=False'))
+    p0, p1 = (h.rsplit(':', 1)[1] for h in result.hosts)
+    assert capsys.readouterr().err.splitlines() == [
+        'CẢNH BÁO: mạng không được cô lập (isolate=False). Trong tối đa 300 s, 2 worker '
+        f'TensorFlow lắng nghe trên mọi địa chỉ mạng của máy này (0.0.0.0, cổng {p0}, {p1}), '
+        'không có xác thực: ai kết nối được tới máy này có thể chạy lệnh trong các tiến trình '
+        'đó.'
+    ]
 
 
 def test_worker_that_fails_to_start_stops_the_others(isolate, isolated_here, capsys):

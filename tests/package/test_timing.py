@@ -15,7 +15,6 @@ import statistics
 import time
 
 import pytest
-import tensorflow as tf
 
 from d2lhelpers import BenchmarkResult, Timer, benchmark, compare, find_spec, interleave
 from d2lhelpers import timing as timing_module
@@ -225,15 +224,22 @@ def test_benchmark_non_callable_is_a_type_error(fn):
 
 # --- real devices ------------------------------------------------------------------------------
 
-_HAS_GPU = bool(tf.config.list_physical_devices('GPU'))
-_SKIP = pytest.mark.skipif(not _HAS_GPU, reason='needs a GPU: timings on a CPU are synchronous')
+
+def _has_gpu(tf) -> bool:
+    return bool(tf.config.list_physical_devices('GPU'))
 
 
-def GPU(test):  # noqa: N802 - a decorator, named like pytest's marks
-    return pytest.mark.gpu(_SKIP(test))
+@pytest.fixture
+def gpu_tf(tf):
+    """TensorFlow, on a machine with a GPU; else the test is skipped."""
+    if not _has_gpu(tf):
+        pytest.skip('needs a GPU: timings on a CPU are synchronous')
+    return tf
 
 
 def matmul_on(device: str, n: int):
+    import tensorflow as tf
+
     with tf.device(device):
         a = tf.random.stateless_normal((n, n), seed=(1, 2))
         b = tf.random.stateless_normal((n, n), seed=(3, 4))
@@ -246,22 +252,23 @@ def matmul_on(device: str, n: int):
 
 
 @pytest.fixture
-def no_tf32():
+def no_tf32(tf):
     before = tf.config.experimental.tensor_float_32_execution_enabled()
     tf.config.experimental.enable_tensor_float_32_execution(False)
     yield
     tf.config.experimental.enable_tensor_float_32_execution(before)
 
 
-@GPU
-def test_gpu_timing_is_synchronised(no_tf32, report_figure):
+@pytest.mark.gpu
+def test_gpu_timing_is_synchronised(gpu_tf, no_tf32, report_figure):
     # Without the syncs, the clock measures how fast Python queues kernels: far below the real
     # time, and a throughput above the GPU's own peak.
     n = 4096
     fn = matmul_on('/GPU:0', n)
     synced = benchmark(fn, flops=2 * n**3)
     unsynced = benchmark(fn, flops=2 * n**3, sync=False, number=1)
-    name = tf.config.experimental.get_device_details(tf.config.list_physical_devices('GPU')[0])
+    gpu = gpu_tf.config.list_physical_devices('GPU')[0]
+    name = gpu_tf.config.experimental.get_device_details(gpu)
     spec = find_spec(name.get('device_name'))
     report_figure(f'GPU float32 n={n}: {synced}; sync=False: {unsynced}')
     assert unsynced.median < 0.5 * synced.median
@@ -269,8 +276,8 @@ def test_gpu_timing_is_synchronised(no_tf32, report_figure):
         assert synced.gflops < 1.2 * 1e3 * spec.fp32_tflops, (synced, spec)
 
 
-@GPU
-def test_gpu_dispatch_bound_point_is_flagged(no_tf32):
+@pytest.mark.gpu
+def test_gpu_dispatch_bound_point_is_flagged(gpu_tf, no_tf32):
     # A 16x16 matmul on a GPU finishes long before Python dispatches the next one: its time is
     # the dispatch floor. A 4096x4096 one takes milliseconds: far above it.
     floor = benchmark(matmul_on('/GPU:0', 1))
@@ -279,15 +286,16 @@ def test_gpu_dispatch_bound_point_is_flagged(no_tf32):
 
 
 @pytest.mark.timing
-def test_matmul_median_agrees_with_independent_measurement(no_tf32, report_figure):
+def test_matmul_median_agrees_with_independent_measurement(tf, no_tf32, report_figure):
     """benchmark() against perf_counter around calls that wait for a scalar reduction.
 
     The reference waits with ``tf.reduce_sum(...).numpy()``: it copies 4 bytes, not the n x n
     result. TF32 is off and, on a GPU, n = 4096, so that both sides time the kernel (a float32
     4096^3 matmul takes milliseconds even on an H200) rather than the fixed costs around it.
     """
-    n, rounds, per_round = (4096 if _HAS_GPU else 1000), 20, 3
-    fn = matmul_on('/GPU:0' if _HAS_GPU else '/CPU:0', n)
+    on_gpu = _has_gpu(tf)
+    n, rounds, per_round = (4096 if on_gpu else 1000), 20, 3
+    fn = matmul_on('/GPU:0' if on_gpu else '/CPU:0', n)
     ours, plain = [], []
 
     def measure_ours():
