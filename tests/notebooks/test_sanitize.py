@@ -19,7 +19,7 @@ TEXT = SANITIZE_CFG.read_text(encoding='utf-8')
 
 
 def test_nbval_reads_every_pair():
-    assert len(PATTERNS) == len(re.findall(r'^regex:', TEXT, flags=re.MULTILINE)) == 7
+    assert len(PATTERNS) == len(re.findall(r'^regex:', TEXT, flags=re.MULTILINE)) == 8
     assert all(replace.strip() for _, replace in PATTERNS)
 
 
@@ -177,6 +177,14 @@ def test_masks_a_regime_after_its_label(regime):
         f'- chế độ: {regime}; cùng tổng: False'
     )
     assert sanitize(f'{regime} là gì') == f'{regime} là gì'  # only after its label
+
+
+@pytest.mark.parametrize('word', ['ở mức sàn', 'cao hơn mức sàn'])
+def test_masks_a_place_against_the_floor_but_not_its_threshold(word):
+    line = f'- ghi trên thiết bị: 1.45x mức sàn, {word} (ngưỡng ≤ 1.5x)'
+    assert sanitize(line) == '- ghi trên thiết bị: <số>x mức sàn, <kết luận> (ngưỡng ≤ 1.5x)'
+    assert sanitize(line) != sanitize(line.replace('≤ 1.5x', '≤ 2x'))
+    assert sanitize(f'{word} là gì') == f'{word} là gì'  # only before its threshold
 
 
 def test_masks_the_sizes_found_at_the_floor():
