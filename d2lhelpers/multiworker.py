@@ -146,7 +146,7 @@ def _private_loopback(caller_ns: str) -> None:
 
 
 def _launch(out: Path, spec: dict) -> int:
-    stop: list[int] = []  # a flag set by SIGTERM/SIGHUP/SIGINT: Popen is never cut half-way
+    caller, stop = os.getppid(), []  # stop: set by SIGTERM/SIGHUP/SIGINT, never cuts Popen
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, lambda signum, frame: stop.append(signum))
     try:
@@ -176,6 +176,8 @@ def _launch(out: Path, spec: dict) -> int:
     codes = [p.returncode for p in procs]
     failed = next((i for i, c in enumerate(codes) if c and i not in killed), None)
     _json(out / 'status.json', {'codes': codes, 'failed': failed, 'killed': killed})
+    if os.getppid() != caller:  # the caller died (SIGKILL: its own cleanup never ran)
+        shutil.rmtree(out, ignore_errors=True)
     return 0
 
 

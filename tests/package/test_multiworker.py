@@ -267,7 +267,7 @@ def test_keyboard_interrupt_leaves_nothing_behind(isolate):
 
 def test_workers_die_with_the_calling_process(isolate):
     # run_workers' process is killed (SIGKILL: no finally runs): its launcher sees the end of its
-    # stdin and kills the workers.
+    # stdin, kills the workers and removes the temporary folder.
     code = f'from d2lhelpers import run_workers; run_workers(2, isolate={isolate!r}, '
     code += f'worker_args={{0: {SLEEPING!r}, 1: {SLEEPING!r}}})'
     caller = subprocess.Popen([sys.executable, '-c', code], cwd=Path(__file__).parents[2])
@@ -275,6 +275,8 @@ def test_workers_die_with_the_calling_process(isolate):
         assert caller.poll() is None, 'run_workers ended before its workers started'
         time.sleep(0.02)
     sid = os.getsid(workers[0])
+    out = Path(_procs()[sid][3].split('\0')[2])  # the launcher's argv: python, script, folder
+    assert out.name.startswith('d2l-multiworker-') and out.is_dir()
     caller.kill()
     assert caller.wait() == -9
     deadline = time.monotonic() + 60  # a bound for a failing run, not a synchronisation
@@ -282,6 +284,7 @@ def test_workers_die_with_the_calling_process(isolate):
     while any(p[0] != 'Z' for pid, p in _procs().items() if pid in workers or p[2] == sid):
         assert time.monotonic() < deadline, 'a worker or the launcher outlived the caller'
         time.sleep(0.05)
+    assert not out.exists()  # the launcher removed the caller's temporary folder
 
 
 def test_refused_namespace_falls_back_with_a_warning(monkeypatch, capsys):
