@@ -2,8 +2,7 @@
 
 Every check takes ``(name, value, ...)`` and returns the value, so a notebook's settings are
 checked in one short cell and a bad value stops the run there:
-``tham số `n` phải là số nguyên, nhận được 1.5 (float)``. The package checks its own arguments
-the same way.
+``tham số `n` phải là số nguyên, nhận được 1.5 (float)``. The package's own arguments too.
 """
 
 from __future__ import annotations

@@ -243,8 +243,7 @@ def _smi_row(p: int, name: str | None, rows: list[dict[str, str]]) -> dict[str, 
 def env_report() -> EnvReport:
     """Describe TensorFlow, its build and the devices it sees; works with or without a GPU.
 
-    It starts TensorFlow's runtime (it asks each GPU how much memory TensorFlow holds there), so
-    call ``ensure_devices`` first.
+    It starts TensorFlow's runtime (it reads each GPU's memory use): call ``ensure_devices`` first.
     """
     import keras
     import numpy as np

@@ -146,7 +146,7 @@ def _private_loopback(caller_ns: str) -> None:
 
 
 def _launch(out: Path, spec: dict) -> int:
-    caller, stop = os.getppid(), []  # stop: set by SIGTERM/SIGHUP/SIGINT, never cuts Popen
+    stop: list[int] = []  # a flag set by SIGTERM/SIGHUP/SIGINT: Popen is never cut half-way
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, lambda signum, frame: stop.append(signum))
     try:
@@ -157,6 +157,7 @@ def _launch(out: Path, spec: dict) -> int:
     (out / 'net-ready').touch()
     hosts = spec['hosts'] or _hosts(len(spec['cmds']))
     procs: list[subprocess.Popen] = []
+    orphaned = False  # stdin ended without the caller's word: the caller died, nobody cleans up
     try:
         for i, cmd in enumerate(spec['cmds']):
             env = {**os.environ, 'TF_CONFIG': json.dumps(tf_config(hosts, i))}
@@ -164,10 +165,11 @@ def _launch(out: Path, spec: dict) -> int:
                 procs.append(subprocess.Popen(cmd, env=env, stdin=-3, stdout=f, stderr=f))
         _json(out / 'launch.json', {'pids': [p.pid for p in procs], 'hosts': hosts})
         while not stop and all(p.poll() in (None, 0) for p in procs):
-            if all(p.poll() == 0 for p in procs) or (
-                select.select([sys.stdin], [], [], _POLL_S)[0] and not os.read(0, 4096)
-            ):
-                break  # all done, or end of file on stdin: stop now
+            if all(p.poll() == 0 for p in procs):
+                break
+            if select.select([sys.stdin], [], [], _POLL_S)[0]:  # the caller's word, or its end
+                orphaned = not os.read(0, 4096)
+                break
     finally:  # every way out: no worker outlives the launcher
         killed = [i for i, p in enumerate(procs) if p.poll() is None]
         for p in procs:
@@ -176,7 +178,7 @@ def _launch(out: Path, spec: dict) -> int:
     codes = [p.returncode for p in procs]
     failed = next((i for i, c in enumerate(codes) if c and i not in killed), None)
     _json(out / 'status.json', {'codes': codes, 'failed': failed, 'killed': killed})
-    if os.getppid() != caller:  # the caller died (SIGKILL: its own cleanup never ran)
+    if orphaned:
         shutil.rmtree(out, ignore_errors=True)
     return 0
 
@@ -185,11 +187,13 @@ def _launch(out: Path, spec: dict) -> int:
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    """Close the launcher's stdin and reap it; SIGKILL its session if slow or interrupted."""
+    """Stop the launcher (a byte, then EOF; EOF alone: we died) and reap it, or SIGKILL it."""
     try:
+        if not proc.stdin.closed:  # a second call only waits
+            proc.stdin.write(b'.')
         proc.stdin.close()
         proc.wait(_STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
+    except (subprocess.TimeoutExpired, BrokenPipeError):  # BrokenPipeError: it had ended
         pass
     finally:
         if proc.poll() is None:
