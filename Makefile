@@ -102,6 +102,12 @@ clean:
 
 # On a GPU machine: every notebook into build/gpu-check/, the tests marked gpu, the run recorded
 # (build/gpu-check/run.json) and checked against physics and the GPU's data sheet (tools/gpucheck).
-# Without a GPU it prints one line saying why and succeeds.
-gpu-check: $(STAMP)
-	$(PY) -m gpucheck
+# The driver is asked first, with $(PYTHON) and no environment: no GPU there, one line saying so
+# and success. A GPU there: the environment gets TensorFlow's GPU build (GPU=1) unless GPU= is
+# given on the command line, and a GPU that TensorFlow cannot use is a failure, not a skip.
+GPU_CHECK_BUILD := $(if $(filter command line,$(origin GPU)),$(GPU),1)
+gpu-check:
+	@$(PYTHON) tools/gpucheck/driver.py; status=$$?; \
+	if [ $$status = 3 ]; then exit 0; elif [ $$status != 0 ]; then exit $$status; fi; \
+	$(MAKE) --no-print-directory GPU=$(GPU_CHECK_BUILD) venv && \
+	$(VENV)/bin/python -m gpucheck

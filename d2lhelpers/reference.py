@@ -1,7 +1,16 @@
-"""Reference GPU runs stored as data (``d2lhelpers/runs/*.json``, written by tools/gpucheck):
-real GPU answers for a learner without a GPU. ``reference(notebook, *keys)`` prints figures
-labelled as reference data, marks artefacts with their reason, and says when the run is older
-than the notebooks.
+"""Reference runs stored as data (``d2lhelpers/runs/*.json``, written only by ``gpucheck.record``):
+real figures of other machines, for a learner who has not got them.
+
+``reference(notebook, *keys, run=ID)`` prints the figures ``keys`` of one named run, labelled as
+reference data, with the artefacts of that run marked and their reasons. Every notebook names
+the run it quotes, so adding a run to ``runs/`` changes no notebook. ``this=results`` prints this
+run's value of each key above the stored one, so both can be read side by side.
+
+A run file has one shape (``SCHEMA``; the recorder's docstring lists its fields): ``schema``,
+``id``, ``date``, ``commit``, ``collection_version``, ``command``, ``machine``, ``software``,
+``gpu_tests``, ``notes`` and ``notebooks``: for each notebook ``status``, ``seconds``,
+``parameters``, ``headline``, ``results`` (what its ``save_results`` cell saved) and
+``artefacts`` (dotted key: why that figure is wrong).
 """
 
 from __future__ import annotations
@@ -12,14 +21,22 @@ from importlib import resources
 from typing import Any
 
 from . import __version__
+from .results import save_results
+
+SCHEMA = 1
 
 _UNITS = (
     ('speedup', 'x'),
     ('ratio', 'x'),
     ('slowdown', 'x'),
+    ('_over_', 'x'),
     ('gflops', ' GFLOP/s'),
     ('gbs', ' GB/s'),
 )
+
+
+class ReferenceKeyError(LookupError):
+    """A key that a run (or this run's results) does not have; the message names both."""
 
 
 def _runs_dir() -> Any:
@@ -27,37 +44,48 @@ def _runs_dir() -> Any:
 
 
 def reference_runs() -> list[str]:
-    """The ids of the stored runs, oldest first (ids start with the GPU and end with the date)."""
+    """The ids of the stored runs, oldest first (ids end with the date: ``h200-2026-11-30``)."""
     files = _runs_dir().iterdir()
     runs = [f.name[: -len('.json')] for f in files if f.name.endswith('.json')]
     return sorted(runs, key=lambda r: (r[-10:], r))
 
 
-def load_run(run: str | None = None) -> dict[str, Any]:
-    """The run ``run`` (an id; ``None``: the newest) as a dict."""
+def load_run(run: str) -> dict[str, Any]:
+    """The stored run ``run`` (its id) as a dict; a clear error for an unknown id or schema."""
     runs = reference_runs()
-    if run is None and runs:
-        run = runs[-1]
     if run not in runs:
         raise ValueError(f'không có lần chạy tham khảo {run!r}; các lần chạy có: {runs}')
-    text = _runs_dir().joinpath(f'{run}.json').read_text('utf-8')
-    return json.loads(text)
+    data = json.loads(_runs_dir().joinpath(f'{run}.json').read_text('utf-8'))
+    if data.get('schema') != SCHEMA:
+        raise ValueError(
+            f'lần chạy {run!r} có schema {data.get("schema")!r}; d2lhelpers {__version__} '
+            f'đọc schema {SCHEMA}'
+        )
+    return data
 
 
-def _lookup(entry: dict[str, Any], key: str) -> Any:
-    node: Any = entry['probe'] if key.startswith('probe.') else entry.get('results', {})
-    for part in key.split('.')[1:] if key.startswith('probe.') else key.split('.'):
+def lookup(tree: dict[str, Any], key: str, where: str) -> Any:
+    """The value at dotted ``key`` in ``tree``; ``where`` names the tree in the error."""
+    node: Any = tree
+    for part in key.split('.'):
         if not isinstance(node, dict) or part not in node:
-            raise KeyError(f'lần chạy tham khảo không có khóa {key!r}')
+            have = sorted(node) if isinstance(node, dict) else []
+            raise ReferenceKeyError(
+                f'{where} không có khóa {key!r} (thiếu {part!r}; ở đó có: {have})'
+            )
         node = node[part]
     return node
 
 
-def _format(value: Any, path: list[str]) -> str:
+def format_value(value: Any, path: list[str]) -> str:
+    """A stored value as the notebooks print it, its unit chosen by its key (``*_s``: seconds)."""
     if isinstance(value, dict):
-        return ', '.join(f'{k}: {_format(v, [*path, k])}' for k, v in value.items())
+        keys = list(value)
+        if all(str(k).isdigit() for k in keys):  # sizes, stored as JSON keys: by number
+            keys.sort(key=int)
+        return ', '.join(f'{k}: {format_value(value[k], [*path, k])}' for k in keys)
     if isinstance(value, list):
-        return '[' + ', '.join(_format(v, path) for v in value) + ']'
+        return '[' + ', '.join(format_value(v, path) for v in value) + ']'
     if isinstance(value, bool) or value is None:
         return {True: 'đúng', False: 'sai', None: 'không có'}[value]
     if not isinstance(value, (int, float)):
@@ -73,61 +101,79 @@ def _format(value: Any, path: list[str]) -> str:
     return f'{value:g}'
 
 
+def describe(run: dict[str, Any]) -> str:
+    """One line naming a run's machine, date, software and notebook version."""
+    m, sw = run['machine'], run['software']
+    what = f'{m["gpu"]} × {m["gpu_count"]}' if m.get('gpu') else 'không GPU'
+    commit = run.get('commit') or 'không rõ'
+    text = (
+        f'{run["id"]}: {what}, CPU {m.get("cpu_cores")} lõi, ngày {run["date"]}, TensorFlow '
+        f'{sw["tensorflow"]}, notebook phiên bản {run["collection_version"]} (commit {commit})'
+    )
+    if run['collection_version'] != __version__:
+        text += (
+            f'\n  (cũ hơn notebook này, {__version__}: mã đo đã đổi từ đó; khóa nào bị đánh dấu '
+            'là số đo hỏng thì đừng tin)'
+        )
+    return text
+
+
 @dataclass(frozen=True, repr=False)
 class Reference:
-    """Figures of one notebook in one reference run; ``ref[key]`` is the raw value."""
+    """Figures ``keys`` of one notebook in one stored run; ``ref[key]`` is the raw value."""
 
     run: dict[str, Any]
     notebook: str
     values: dict[str, Any]
     artefacts: dict[str, str]
+    this: dict[str, Any] | None = None
 
     def __getitem__(self, key: str) -> Any:
+        if key not in self.values:
+            raise ReferenceKeyError(
+                f'khóa {key!r} chưa được đọc từ lần chạy {self.run["id"]}: thêm nó vào '
+                f'reference(...); đã đọc: {list(self.values)}'
+            )
         return self.values[key]
 
-    def header(self) -> str:
-        m, sw = self.run['machine'], self.run['software']
-        text = (
-            f'Số đo tham khảo (dữ liệu lưu sẵn, không phải lần chạy này): {m["gpu"]} '
-            f'× {m.get("gpu_count", 1)}, ngày {self.run["date"]}, TensorFlow {sw["tensorflow"]}, '
-            f'notebook phiên bản {self.run["collection_version"]} (commit {self.run["commit"]})'
-        )
-        if self.run['collection_version'] != __version__:
-            text += (
-                f'\n  (phiên bản cũ hơn notebook này, {__version__}: mã đo đã đổi từ đó; '
-                'khóa nào bị đánh dấu là số đo hỏng thì đừng tin)'
-            )
-        return text
-
     def __str__(self) -> str:
-        lines = [self.header()]
+        lines = ['Số đo tham khảo (dữ liệu lưu sẵn) của ' + describe(self.run)]
         for key, value in self.values.items():
-            line = f'  {key}: {_format(value, key.split("."))} (tham khảo)'
+            path = key.split('.')
+            lines.append(f'  {key}:')
+            if self.this is not None:
+                lines.append(f'    lần chạy này: {format_value(self.this[key], path)}')
+            lines.append(f'    {self.run["id"]}: {format_value(value, path)} (tham khảo)')
             if key in self.artefacts:
-                line += f'\n    số đo hỏng (artefact): {self.artefacts[key]} (tham khảo)'
-            lines.append(line)
+                lines.append(f'    số đo hỏng (artefact): {self.artefacts[key]} (tham khảo)')
         return '\n'.join(lines)
 
     __repr__ = __str__
 
 
-def reference(notebook: str, *keys: str, run: str | None = None) -> Reference:
-    """Figures ``keys`` (dotted paths: ``'median_s.device_once'``, ``'probe.speedup_by_n'``) that
-    ``notebook`` (``'exercises/03-log-on-device'``) saved in a reference run (newest by default).
+def reference(notebook: str, *keys: str, run: str, this: dict[str, Any] | None = None) -> Reference:
+    """Figures ``keys`` (dotted paths such as ``'median_s.device_once'``) that ``notebook``
+    (``'exercises/03-log-on-device'``) saved in the stored run ``run`` (its id).
 
-    A key is an artefact when it, or a key above it, is marked as one in the run.
+    ``this``: this run's results (the dict given to ``save_results``); each key is then read from
+    it too and printed above the stored value. A key is an artefact when it, or a key above or
+    below it, is marked as one in the run.
     """
     data = load_run(run)
     name = notebook.removesuffix('.ipynb')
     if name not in data['notebooks']:
-        raise ValueError(f'lần chạy {data["id"]} không có notebook {name!r}')
+        raise ValueError(f'lần chạy {run} không có notebook {name!r}')
     entry = data['notebooks'][name]
-    values = {key: _lookup(entry, key) for key in keys}
-    marked = entry.get('artefacts', {})
+    where = f'lần chạy {run}, notebook {name},'
+    values = {key: lookup(entry['results'], key, where) for key in keys}
+    mine = None
+    if this is not None:
+        saved = save_results(this, None)  # the values exactly as a run file stores them
+        mine = {key: lookup(saved, key, 'kết quả của lần chạy này') for key in keys}
     artefacts = {
         key: reason
         for key in keys
-        for mark, reason in marked.items()
+        for mark, reason in entry['artefacts'].items()
         if key == mark or key.startswith(mark + '.') or mark.startswith(key + '.')
     }
-    return Reference(data, name, values, artefacts)
+    return Reference(data, name, values, artefacts, mine)

@@ -22,6 +22,7 @@ import pytest
 # process they start find them on PYTHONPATH.
 _TOOLS = str(Path(__file__).resolve().parents[1] / 'tools')
 sys.path.insert(0, _TOOLS)
+sys.path.insert(1, str(Path(__file__).resolve().parent))  # tests/runfixtures.py, for every folder
 os.environ['PYTHONPATH'] = os.pathsep.join(
     [_TOOLS, *filter(None, os.environ.get('PYTHONPATH', '').split(os.pathsep))]
 )

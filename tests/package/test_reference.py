@@ -1,100 +1,112 @@
-"""d2lhelpers.reference: reading a stored GPU run and printing its figures as reference data."""
+"""d2lhelpers.reference: reading a stored run (written by gpucheck.record) and printing its figures
+as reference data, beside this run's own when asked."""
 
 from __future__ import annotations
 
-import json
 import sys
 
 import pytest
+from runfixtures import CPU_RUN, DEMO, GPU_RUN, demo_results, demo_run, write_run
 
 import d2lhelpers
 from d2lhelpers import reference
-from d2lhelpers.reference import load_run, reference_runs
+from d2lhelpers.reference import ReferenceKeyError, load_run, reference_runs
 
 reference_module = sys.modules['d2lhelpers.reference']  # `d2lhelpers.reference` is the function
-
-RUN = {
-    'id': 'x1-2026-01-02',
-    'date': '2026-01-02',
-    'commit': 'abc1234',
-    'collection_version': '0.0.1',
-    'machine': {'gpu': 'NVIDIA X1', 'gpu_count': 2},
-    'software': {'tensorflow': '2.21.0'},
-    'notebooks': {
-        'exercises/99-demo': {
-            'results': {
-                'median_s': {'a': 0.5, 'b': 0.0012},
-                'speedup': 1.27,
-                'gflops': {'/GPU:0': {'2048': 1234.5}},
-                'crossover_n': 256,
-                'equal': True,
-            },
-            'artefacts': {'gflops./GPU:0': 'TF32 was on', 'crossover_n': 'at the floor'},
-            'probe': {'speedup_by_n': {'2000': 0.72, '6000': 0.99}},
-        }
-    },
-}
 
 
 @pytest.fixture
 def runs(tmp_path, monkeypatch):
-    (tmp_path / 'x1-2026-01-02.json').write_text(json.dumps(RUN))
-    (tmp_path / 'x0-2025-12-31.json').write_text(json.dumps({**RUN, 'id': 'x0-2025-12-31'}))
+    run = demo_run('x1-2026-01-02', version='0.0.1')
+    run['notebooks'][DEMO]['artefacts'] = {'gflops./GPU:0': 'TF32 was on', 'crossover_n': 'floor'}
+    write_run(tmp_path, run)
+    write_run(tmp_path, demo_run('x0-2025-12-31', version='0.0.1'))
     monkeypatch.setattr(reference_module, '_runs_dir', lambda: tmp_path)
     return tmp_path
 
 
-def test_runs_are_listed_oldest_first_and_the_newest_is_the_default(runs):
+def test_runs_are_listed_oldest_first_and_a_run_must_be_named(runs):
     assert reference_runs() == ['x0-2025-12-31', 'x1-2026-01-02']
-    assert load_run()['id'] == 'x1-2026-01-02'
+    assert load_run('x1-2026-01-02')['id'] == 'x1-2026-01-02'
     with pytest.raises(ValueError, match='không có lần chạy tham khảo'):
         load_run('nope')
+    with pytest.raises(TypeError, match='run'):
+        reference(DEMO, 'speedup')  # no default run: a notebook names the one it quotes
+
+
+def test_a_run_of_another_schema_is_refused_by_name(runs):
+    run = demo_run('x2-2026-01-03')
+    run['schema'] = 2
+    write_run(runs, run)
+    with pytest.raises(ValueError, match=r"'x2-2026-01-03' có schema 2.*đọc schema 1"):
+        load_run('x2-2026-01-03')
 
 
 def test_figures_are_formatted_by_their_key_and_labelled_as_reference(runs):
-    ref = reference('exercises/99-demo.ipynb', 'median_s', 'speedup', 'probe.speedup_by_n', 'equal')
+    ref = reference(f'{DEMO}.ipynb', 'median_s', 'speedup', 'equal', run='x1-2026-01-02')
     lines = str(ref).splitlines()
-    assert lines[0].startswith(
-        'Số đo tham khảo (dữ liệu lưu sẵn, không phải lần chạy này): NVIDIA X1'
+    assert lines[0] == (
+        'Số đo tham khảo (dữ liệu lưu sẵn) của x1-2026-01-02: NVIDIA H100 80GB HBM3 × 1, CPU 16 '
+        'lõi, ngày 2026-01-02, TensorFlow 2.21.0, notebook phiên bản 0.0.1 (commit abc1234)'
     )
-    assert 'notebook phiên bản 0.0.1 (commit abc1234)' in lines[0]
     assert f'cũ hơn notebook này, {d2lhelpers.__version__}' in lines[1]
-    assert '  median_s: a: 500.000 ms, b: 1.200 ms (tham khảo)' in lines
-    assert '  speedup: 1.27x (tham khảo)' in lines
-    assert '  probe.speedup_by_n: 2000: 0.72x, 6000: 0.99x (tham khảo)' in lines
-    assert '  equal: đúng (tham khảo)' in lines
+    assert '    x1-2026-01-02: a: 500.000 ms, b: 1.200 ms (tham khảo)' in lines
+    assert '    x1-2026-01-02: 1.27x (tham khảo)' in lines
+    assert '    x1-2026-01-02: đúng (tham khảo)' in lines
     assert ref['speedup'] == 1.27 and not ref.artefacts
 
 
-def test_artefacts_are_marked_below_and_above_the_marked_key(runs):
-    ref = reference('exercises/99-demo', 'gflops./GPU:0.2048', 'gflops', 'crossover_n', 'speedup')
-    assert set(ref.artefacts) == {'gflops./GPU:0.2048', 'gflops', 'crossover_n'}
-    text = str(ref)
+def test_this_run_is_printed_above_the_stored_figure(runs):
+    mine = {'speedup': 0.97, 'median_s': {'a': 0.25, 'b': 0.001}}
+    text = str(reference(DEMO, 'speedup', 'median_s.a', run='x1-2026-01-02', this=mine))
     assert (
-        '  gflops./GPU:0.2048: 1234 GFLOP/s (tham khảo)\n'
-        '    số đo hỏng (artefact): TF32 was on (tham khảo)'
+        '  speedup:\n    lần chạy này: 0.97x\n    x1-2026-01-02: 1.27x (tham khảo)\n'
+        '  median_s.a:\n    lần chạy này: 250.000 ms\n    x1-2026-01-02: 500.000 ms (tham khảo)'
     ) in text
+    with pytest.raises(ReferenceKeyError, match="kết quả của lần chạy này không có khóa 'equal'"):
+        reference(DEMO, 'equal', run='x1-2026-01-02', this=mine)
+
+
+def test_artefacts_are_marked_below_and_above_the_marked_key(runs):
+    keys = ('gflops./GPU:0.2048', 'gflops', 'crossover_n', 'speedup')
+    ref = reference(DEMO, *keys, run='x1-2026-01-02')
+    assert set(ref.artefacts) == {'gflops./GPU:0.2048', 'gflops', 'crossover_n'}
+    assert (
+        '    x1-2026-01-02: 1234 GFLOP/s (tham khảo)\n'
+        '    số đo hỏng (artefact): TF32 was on (tham khảo)'
+    ) in str(ref)
 
 
 def test_a_current_run_says_nothing_about_versions(runs, monkeypatch):
     monkeypatch.setattr(reference_module, '__version__', '0.0.1')
-    assert 'cũ hơn' not in str(reference('exercises/99-demo', 'speedup'))
+    assert 'cũ hơn' not in str(reference(DEMO, 'speedup', run='x1-2026-01-02'))
 
 
-def test_unknown_notebooks_and_keys_are_named(runs):
+def test_unknown_notebooks_and_keys_are_clear_errors_naming_the_run(runs):
     with pytest.raises(ValueError, match="'exercises/00-none'"):
-        reference('exercises/00-none', 'x')
-    with pytest.raises(KeyError, match="'median_s.c'"):
-        reference('exercises/99-demo', 'median_s.c')
+        reference('exercises/00-none', 'x', run='x1-2026-01-02')
+    with pytest.raises(ReferenceKeyError) as err:
+        reference(DEMO, 'median_s.c', run='x1-2026-01-02')
+    assert str(err.value) == (
+        f"lần chạy x1-2026-01-02, notebook {DEMO}, không có khóa 'median_s.c' "
+        "(thiếu 'c'; ở đó có: ['a', 'b'])"
+    )
+    assert not isinstance(err.value, KeyError)  # KeyError's message would be a quoted repr
+    ref = reference(DEMO, 'speedup', run='x1-2026-01-02')
+    with pytest.raises(ReferenceKeyError, match="khóa 'equal' chưa được đọc"):
+        ref['equal']
 
 
 def test_the_stored_runs_ship_with_the_package_and_every_figure_reads():
     runs = reference_runs()
-    assert 'h200-2026-11-30' in runs
+    assert {CPU_RUN, GPU_RUN} <= set(runs)
     for run_id in runs:
         run = load_run(run_id)
         assert run['id'] == run_id
         for name, entry in run['notebooks'].items():
-            keys = [*entry.get('results', {}), *('probe.' + k for k in entry.get('probe', {}))]
-            ref = reference(name, *keys, run=run_id)
-            assert str(ref).count('(tham khảo)') == len(keys) + len(ref.artefacts)
+            ref = reference(name, *entry['results'], run=run_id)
+            assert str(ref).count('(tham khảo)') == len(entry['results']) + len(ref.artefacts)
+
+
+def test_demo_results_are_what_save_results_stores():
+    assert demo_results()['gflops'] == {'/GPU:0': {'2048': 1234.5}}  # keys as JSON has them

@@ -1,34 +1,66 @@
-"""``make gpu-check``: run the collection on this machine's GPU and check the run.
+"""``make gpu-check``, ``python -m gpucheck``: run the collection on this GPU and check the run.
 
-Without a GPU (TensorFlow, asked in a subprocess, sees no physical GPU, or cannot be imported) it
-prints one line saying why and exits 0. Otherwise: every notebook through the batch runner
-(``python -m nbrun notebooks exercises --out build/gpu-check``), the tests marked ``gpu`` if there
-are any, the run recorded as ``build/gpu-check/run.json`` (``gpucheck.record``) and checked
-(``gpucheck.check``); prints a table of the findings and exits 1 if any failed.
+1. Ask the NVIDIA driver (``gpucheck.driver``) and TensorFlow (in a subprocess, its C++ log on)
+   which GPUs they see. Neither sees one: print one line saying so and exit 0 (skip). The driver
+   shows a GPU that TensorFlow cannot use (a CPU-only build, a missing CUDA library): exit 1
+   with TensorFlow's own reason. Never a skip when a GPU is there.
+2. Every notebook through the batch runner into ``build/gpu-check/`` (emptied first, so no old
+   ``summary.json`` is ever read), each with a timeout (``--timeout``); if the whole batch passes
+   ``BATCH_TIMEOUT`` it is stopped and every process it started is killed.
+3. ``build/gpu-check/run.json`` recorded from what the batch measured (``gpucheck.record``),
+   then the tests marked ``gpu`` (without nbval or other pytest plugins; their counts go to
+   ``gpu-tests.json``) and ``run.json`` recorded again with them.
+4. The run checked (``gpucheck.check``): a table of findings; exit 1 if any failed.
+
+Everything printed also goes to ``build/gpu-check/gpucheck.log`` as it happens, so a run cut
+short still leaves its log and, once the batch has ended, its ``run.json``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import threading
+import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from . import record
 from .check import check_run, failed, table
+from .driver import driver_gpus
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / 'build' / 'gpu-check'
+LOG = 'gpucheck.log'
 PROBE_TIMEOUT = 180
-RUN_TIMEOUT = 3600
-TEST_TIMEOUT = 1800
-NO_TESTS = 5  # pytest: no tests collected
+NOTEBOOK_TIMEOUT = 900
+BATCH_TIMEOUT = 3600
+TEST_TIMEOUT = 900
+STOP_GRACE = 60  # seconds the batch gets to stop its kernels after SIGTERM
 
-_PROBE = (
-    'import json, tensorflow as tf; '
-    "print(json.dumps([tf.__version__, len(tf.config.list_physical_devices('GPU'))]))"
-)
+_PROBE = """\
+import json, tensorflow as tf
+info = tf.sysconfig.get_build_info()
+gpus = tf.config.list_physical_devices('GPU')
+print(json.dumps([tf.__version__, bool(info.get('is_cuda_build')), len(gpus)]))
+"""
+_WHY = ('cuda', 'gpu', 'dlopen', 'driver', 'libcu', 'nvidia')
+
+
+class Log:
+    """Print a line and append it to the log file at once."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __call__(self, line: str) -> None:
+        print(line, flush=True)
+        with self.path.open('a', encoding='utf-8') as f:
+            f.write(line + '\n')
 
 
 def _env() -> dict[str, str]:
@@ -39,70 +71,167 @@ def _env() -> dict[str, str]:
     return env
 
 
-def gpu_probe() -> tuple[int, str]:
-    """(number of physical GPUs TensorFlow sees, what it said), asked in a subprocess."""
+def tf_probe() -> tuple[str | None, bool, int, str]:
+    """(TensorFlow version or None, built with CUDA, physical GPUs it sees, what it said)."""
+    env = _env() | {'TF_CPP_MIN_LOG_LEVEL': '0'}  # its reasons are C++ log lines
     try:
         proc = subprocess.run(
             [sys.executable, '-c', _PROBE],
             capture_output=True,
             text=True,
             timeout=PROBE_TIMEOUT,
-            env=_env(),
+            env=env,
         )
     except subprocess.TimeoutExpired:
-        return 0, f'TensorFlow không trả lời sau {PROBE_TIMEOUT} s'
+        return None, False, 0, f'TensorFlow không trả lời sau {PROBE_TIMEOUT} s'
+    said = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ['?'])[-1]
-        return 0, f'không import được TensorFlow: {last}'
-    version, count = json.loads(proc.stdout.strip().splitlines()[-1])
-    return count, f'TensorFlow {version} thấy {count} GPU vật lý'
+        return None, False, 0, 'không import được TensorFlow: ' + (said or ['?'])[-1]
+    version, cuda_build, count = json.loads(proc.stdout.strip().splitlines()[-1])
+    why = [line for line in said if any(w in line.lower() for w in _WHY)]
+    return version, cuda_build, count, '\n'.join(why[-5:])
 
 
-def _step(what: str, cmd: list[str], timeout: float) -> int:
-    print(f'gpu-check: {what}: {" ".join(cmd)}', flush=True)
-    try:
-        return subprocess.run(cmd, cwd=ROOT, env=_env(), timeout=timeout).returncode
-    except subprocess.TimeoutExpired:
-        print(f'gpu-check: {what}: quá {timeout:.0f} s, đã dừng', flush=True)
-        return 124
-
-
-def main() -> int:
-    count, reason = gpu_probe()
-    if count == 0:
-        print(f'gpu-check: bỏ qua — không có GPU ({reason})')
-        return 0
-    print(f'gpu-check: {reason}', flush=True)
-    py = sys.executable
-    status = _step(
-        'chạy notebook',
-        [py, '-m', 'nbrun', 'notebooks', 'exercises', '--out', str(OUT)],
-        RUN_TIMEOUT,
+def unusable_reason(version: str | None, cuda_build: bool, said: str) -> str:
+    """Why TensorFlow sees no GPU although the driver shows one, in the user's terms."""
+    if version is None:
+        return said
+    if not cuda_build:
+        return (
+            f'TensorFlow {version} ở {sys.executable} là bản chỉ CPU (is_cuda_build = False): '
+            "cài bản GPU (make GPU=1 gpu-check, hoặc pip install 'tensorflow[and-cuda]')"
+        )
+    return f'TensorFlow {version} (bản có CUDA) không dùng được GPU nào. TensorFlow nói:\n' + (
+        said or '(không có dòng log nào nhắc đến GPU hay CUDA)'
     )
-    if not (OUT / 'summary.json').is_file():
-        print(f'gpu-check: trình chạy hàng loạt không ghi {OUT / "summary.json"} (mã {status})')
-        return 1
-    tests = _step('kiểm thử gpu', [py, '-m', 'pytest', 'tests', '-m', 'gpu', '-q'], TEST_TIMEOUT)
-    if tests == NO_TESTS:
-        print('gpu-check: không có kiểm thử nào đánh dấu gpu')
+
+
+def run_batch(log: Log, out: Path, timeout: float = BATCH_TIMEOUT) -> int:
+    """The batch runner on every notebook; its output is logged line by line. On ``timeout``
+    it gets SIGTERM (it stops its kernels and writes summary.json), then everything it started
+    is killed. Returns its exit status (124 after a timeout)."""
+    from nbrun.processes import kill_run, new_token
+
+    cmd = [sys.executable, '-m', 'nbrun', 'notebooks', 'exercises', '--out', str(out)]
+    cmd += ['--timeout', str(NOTEBOOK_TIMEOUT)]
+    log(f'gpu-check: chạy notebook: {" ".join(cmd)}')
+    token = new_token()
+    popen = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=_env() | {'D2L_BATCH_TOKEN': token},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+    def copy_output() -> None:
+        for line in popen.stdout:
+            log(line.rstrip())
+
+    pump = threading.Thread(target=copy_output)
+    pump.start()
     try:
-        path = record.record(OUT, 'run', out=OUT, force=True)
-    except record.RecordError as e:
-        print(f'gpu-check: {e}')
+        popen.wait(timeout)
+    except subprocess.TimeoutExpired:
+        log(f'gpu-check: trình chạy hàng loạt quá {timeout:.0f} s: dừng nó (SIGTERM)')
+        popen.terminate()
+        try:
+            popen.wait(STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            pass
+        killed = kill_run(popen, token)
+        log(f'gpu-check: đã giết {len(killed)} tiến trình còn lại của đợt chạy')
+        pump.join()
+        return 124
+    finally:
+        if popen.poll() is None:
+            kill_run(popen, token)
+    pump.join()
+    return popen.returncode
+
+
+def gpu_tests(log: Log, out: Path) -> dict[str, int]:
+    """``pytest tests -m gpu`` without plugins (no nbval needed); its counts, also written to
+    ``out/gpu-tests.json``. A run with no test at all counts as one error."""
+    junit = out / 'gpu-tests.xml'
+    cmd = [sys.executable, '-m', 'pytest', 'tests', '-m', 'gpu', '-q', f'--junitxml={junit}']
+    log(f'gpu-check: kiểm thử gpu: {" ".join(cmd)}')
+    env = _env() | {'PYTEST_DISABLE_PLUGIN_AUTOLOAD': '1'}
+    try:
+        proc = subprocess.run(
+            cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TEST_TIMEOUT
+        )
+        for line in (proc.stdout + proc.stderr).splitlines():
+            log(line)
+    except subprocess.TimeoutExpired:
+        log(f'gpu-check: kiểm thử gpu quá {TEST_TIMEOUT} s, đã dừng')
+    counts = junit_counts(junit)
+    (out / record.GPU_TESTS).write_text(json.dumps(counts) + '\n', encoding='utf-8')
+    return counts
+
+
+def junit_counts(path: Path) -> dict[str, int]:
+    """passed/failed/skipped/errors from pytest's JUnit XML; no file or no test: one error."""
+    counts = {'passed': 0, 'failed': 0, 'skipped': 0, 'errors': 0}
+    try:
+        suites = ET.parse(path).getroot().iter('testsuite')
+    except (OSError, ET.ParseError):
+        return counts | {'errors': 1}
+    for suite in suites:
+        total = int(suite.get('tests', 0))
+        bad = {k: int(suite.get(k, 0)) for k in ('failures', 'errors', 'skipped')}
+        counts['failed'] += bad['failures']
+        counts['errors'] += bad['errors']
+        counts['skipped'] += bad['skipped']
+        counts['passed'] += total - sum(bad.values())
+    if not any(counts.values()):
+        counts['errors'] = 1
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog='python -m gpucheck', description=__doc__)
+    parser.add_argument('--out', type=Path, default=OUT, help='mặc định build/gpu-check')
+    args = parser.parse_args(argv)
+    drivers = driver_gpus()
+    version, cuda_build, count, said = tf_probe()
+    if not drivers and count == 0:
+        why = said or f'TensorFlow {version} không thấy GPU nào'
+        print(f'gpu-check: bỏ qua — không có GPU (driver NVIDIA không thấy GPU nào; {why})')
+        return 0
+    if count == 0:
+        print(f'gpu-check: HỎNG: driver thấy {len(drivers)} GPU ({"; ".join(drivers)}) ', end='')
+        print('nhưng TensorFlow không dùng được GPU nào.')
+        print(unusable_reason(version, cuda_build, said))
         return 1
-    run = json.loads(path.read_text(encoding='utf-8'))
-    findings = check_run(run)
-    print(table(findings))
+    out = args.out
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    log = Log(out / LOG)
+    log(f'gpu-check: TensorFlow {version} thấy {count} GPU; driver: {"; ".join(drivers) or "?"}')
+    start = time.monotonic()
+    status = run_batch(log, out)
+    if not (out / 'summary.json').is_file():
+        log(f'gpu-check: HỎNG: trình chạy hàng loạt không ghi summary.json (mã {status})')
+        return 1
+    path = record.record(out, 'run', out=out, force=True)
+    log(f'gpu-check: đã ghi {path} (chưa có kiểm thử gpu)')
+    tests = gpu_tests(log, out)
+    path = record.record(out, 'run', out=out, force=True)
+    findings = check_run(json.loads(path.read_text(encoding='utf-8')))
+    log(table(findings))
     bad = failed(findings)
     problems = [f'{len(bad)} kiểm tra hỏng'] if bad else []
     if status != 0:
         problems.append(f'trình chạy hàng loạt thoát với mã {status}')
-    if tests not in (0, NO_TESTS):
-        problems.append(f'pytest -m gpu thoát với mã {tests}')
+    if tests['failed'] or tests['errors'] or tests['skipped'] or not tests['passed']:
+        problems.append(f'kiểm thử gpu: {tests}')
+    took = f'{time.monotonic() - start:.0f} s'
     if problems:
-        print('gpu-check: HỎNG: ' + '; '.join(problems))
+        log(f'gpu-check: HỎNG sau {took}: ' + '; '.join(problems))
         return 1
-    print(f'gpu-check: đạt ({len(findings)} kiểm tra, lần chạy ở {path})')
+    log(f'gpu-check: đạt sau {took} ({len(findings)} kiểm tra, lần chạy ở {path})')
     return 0
 
 

@@ -1,13 +1,13 @@
-"""Write the learner-facing GPU page, ``docs/gpu-h200.md``, from the stored H200 run.
+"""Write the page of a stored run, ``docs/runs/<id>.md``, with its plots, from the run's data.
 
-    PYTHONPATH=tools python -m gpucheck.page           # write the page
-    PYTHONPATH=tools python -m gpucheck.page --check   # exit 1 if the committed page is stale
+    PYTHONPATH=tools python -m gpucheck.page [ID ...]          # write (default: every run)
+    PYTHONPATH=tools python -m gpucheck.page [ID ...] --check  # exit 1 if a page is stale
 
-Every figure on the page comes from ``d2lhelpers/runs/h200-2026-11-30.json`` (the run, its notes,
-the figures marked as artefacts with their reasons, the follow-up probes); the data-sheet row comes
-from ``d2lhelpers.datasheets``. The only other text is the fixed explanation below. Values are
-formatted by their key name: ``*_s`` seconds, ``gflops`` GFLOP/s, ``gbs`` GB/s, ``speedup`` /
-``ratio`` / ``slowdown`` a factor.
+Every figure on a page comes from ``d2lhelpers/runs/<id>.json`` (the run, its notes, the figures
+marked as artefacts with their reasons); values are printed by ``d2lhelpers.reference``'s own
+formatter, the one the notebooks use; the plots (``docs/runs/<id>/*.png``) are drawn from the
+same data; the data-sheet row comes from ``d2lhelpers.datasheets``. The only other text is the
+fixed explanation below. ``--check`` compares the text; the plots are drawn when writing.
 """
 
 from __future__ import annotations
@@ -20,12 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from d2lhelpers.datasheets import find_spec
+from d2lhelpers.reference import format_value, load_run, lookup, reference_runs
 
 ROOT = Path(__file__).resolve().parents[2]
-RUN_ID = 'h200-2026-11-30'
-RUN = ROOT / 'd2lhelpers' / 'runs' / f'{RUN_ID}.json'
-PAGE = ROOT / 'docs' / 'gpu-h200.md'
-PLOTS = 'gpu-h200'  # beside the page: docs/gpu-h200/plot-<folder>__<notebook>.png
+DOCS = ROOT / 'docs' / 'runs'  # docs/runs/<id>.md, its plots in docs/runs/<id>/<notebook>-<key>.png
 
 TITLES = {
     'notebooks/use-gpu': 'use-gpu: mục GPU của D2L',
@@ -86,42 +84,7 @@ ghi `d2lhelpers/runs/<gpu>-<ngày>.json`; đánh dấu các số đo hỏng tron
 khóa một câu lý do."""
 
 
-# -- formatting by key name ------------------------------------------------------------------
-
-
-def _size_key(k: str) -> tuple[int, int | str]:
-    return (0, int(k)) if k.isdigit() else (1, k)
-
-
-def fmt(value: Any, path: list[str]) -> str:
-    """``value`` at key path ``path``, with the unit its key name gives it."""
-    if isinstance(value, dict):
-        keys = sorted(value, key=_size_key)
-        return ', '.join(f'{k}: {fmt(value[k], [*path, k])}' for k in keys)
-    if isinstance(value, list):
-        return '[' + ', '.join(fmt(v, path) for v in value) + ']'
-    if isinstance(value, bool) or value is None:
-        return {True: 'True', False: 'False', None: 'null'}[value]
-    if not isinstance(value, (int, float)):
-        return str(value)
-    for part in reversed(path):
-        if part.endswith('_s'):
-            if value < 1e-3:
-                return f'{value * 1e6:.1f} µs'
-            if value < 1:
-                return f'{value * 1e3:.3f} ms'
-            return f'{value:.3f} s'
-        if 'gflops' in part:
-            return f'{value:.1f} GFLOP/s'
-        if 'gbs' in part:
-            return f'{value:.1f} GB/s'
-        if 'flop_per_byte' in part:
-            return f'{value:.2f} FLOP/byte'
-        if any(w in part for w in ('speedup', 'ratio', 'slowdown', 'ideal')):
-            return f'{value:.2f}x'
-        if 'diff' in part:
-            return f'{value:.2e}'
-    return str(value) if isinstance(value, int) else f'{value:.6g}'
+# -- values, as the notebooks print them ---------------------------------------------------
 
 
 def _marked(key: str, marks: dict[str, str]) -> bool:
@@ -129,9 +92,8 @@ def _marked(key: str, marks: dict[str, str]) -> bool:
 
 
 def rows(tree: dict[str, Any], marks: dict[str, str], prefix: str = '') -> list[tuple[str, str]]:
-    """(dotted key, formatted value) of ``tree``, leaving out the subtrees in ``marks``.
-
-    A dict keyed by sizes (``{'16': ..., '32': ...}``) is one row.
+    """(dotted key, value as ``d2lhelpers.reference`` prints it) of ``tree``, leaving out the
+    subtrees in ``marks``. A dict keyed by sizes (``{'16': ..., '32': ...}``) is one row.
     """
     out = []
     for k, v in tree.items():
@@ -141,18 +103,59 @@ def rows(tree: dict[str, Any], marks: dict[str, str], prefix: str = '') -> list[
         if isinstance(v, dict) and v and not all(str(x).isdigit() for x in v):
             out += rows(v, marks, key + '.')
         else:
-            out.append((key, fmt(v, key.split('.'))))
+            out.append((key, format_value(v, key.split('.'))))
     return out
 
 
-def lookup(tree: dict[str, Any], key: str) -> Any:
-    """The value at dotted ``key`` (components are dict keys); KeyError when absent."""
-    node: Any = tree
-    for part in key.split('.'):
-        if not isinstance(node, dict) or part not in node:
-            raise KeyError(key)
-        node = node[part]
-    return node
+# -- plots, drawn from the run's data ----------------------------------------------------------
+
+
+def _numbers(d: Any) -> bool:
+    return (
+        isinstance(d, dict)
+        and bool(d)
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in d.values())
+    )
+
+
+def plots(results: dict[str, Any]) -> dict[str, str]:
+    """The plots a notebook's results allow: ``{'gflops': title, 'median_s': title}``."""
+    out = {}
+    gflops = results.get('gflops')
+    if isinstance(gflops, dict) and any(_numbers(v) for v in gflops.values()):
+        out['gflops'] = 'GFLOP/s theo n (ma trận n × n), mỗi thiết bị một đường'
+    if _numbers(results.get('median_s')):
+        out['median_s'] = 'Thời gian (trung vị) của từng cách chạy'
+    return out
+
+
+def draw(results: dict[str, Any], key: str, marks: dict[str, str], path: Path) -> None:
+    """Draw the plot ``key`` of ``plots(results)`` into ``path`` (PNG, no timestamp)."""
+    import matplotlib
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    if key == 'gflops':
+        for dev, points in results['gflops'].items():
+            if not _numbers(points):
+                continue
+            ns = sorted(points, key=int)
+            bad = _marked(f'gflops.{dev}', marks)
+            label = f'{dev} (số đo hỏng)' if bad else dev
+            style = dict(ls='--', mfc='white') if bad else {}
+            ax.plot([int(n) for n in ns], [points[n] for n in ns], marker='o', label=label, **style)
+        ax.set(xscale='log', yscale='log', xlabel='n', ylabel='GFLOP/s')
+        ax.legend(fontsize=8)
+    else:
+        times = results['median_s']
+        ax.barh(list(times), [t * 1e3 for t in times.values()])
+        ax.set(xscale='log', xlabel='ms (trục log)')
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80, metadata={'Software': None})
+    plt.close(fig)
 
 
 def _cell(text: str) -> str:
@@ -173,12 +176,14 @@ def _machine(run: dict[str, Any]) -> list[str]:
     body = [
         (
             'ngày chạy, phiên bản notebook',
-            f'{run["date"]}, {run["collection_version"]} (commit `{run["commit"]}`)',
+            f'{run["date"]}, {run["collection_version"]} (commit `{run["commit"] or "không rõ"}`)',
         ),
         (
             'GPU',
             f'{m["gpu_count"]} × {m["gpu"]}, compute capability {m["compute_capability"]}; '
-            f'bộ nhớ TensorFlow báo: {m["gpu_memory"]}',
+            f'bộ nhớ: {m["gpu_memory"]}'
+            if m['gpu']
+            else 'không có',
         ),
         (
             'trình điều khiển (driver), thư viện CUDA',
@@ -189,6 +194,7 @@ def _machine(run: dict[str, Any]) -> list[str]:
         ('Python, hệ điều hành', f'Python {m["python"]}, `{m["platform"]}`'),
         ('CPU', f'{m["cpu_cores"]} lõi'),
         ('lệnh', f'`{run["command"]}`'),
+        ('kiểm thử gpu (pytest -m gpu)', format_value(run['gpu_tests'], ['gpu_tests'])),
     ]
     lines = [f'## Máy đã chạy ({run["date"]})', '', *_table(('mục', 'giá trị'), body), '']
     if run.get('notes'):
@@ -210,7 +216,8 @@ def _headlines(run: dict[str, Any]) -> list[str]:
     for name, nb in run['notebooks'].items():
         marks = nb.get('artefacts') or {}
         extra = f'; {len(marks)} số đo hỏng ở phần (b)' if marks else ''
-        body.append((f'`{name}`', f'{nb["status"]}, {nb["seconds"]:.1f} s{extra}', nb['headline']))
+        took = format_value(nb['seconds'], ['seconds_s'])
+        body.append((f'`{name}`', f'{nb["status"]}, {took}{extra}', nb['headline']))
     return [
         '## Số liệu chính',
         '',
@@ -221,54 +228,53 @@ def _headlines(run: dict[str, Any]) -> list[str]:
     ]
 
 
-def _notebook(name: str, nb: dict[str, Any]) -> list[str]:
+def _notebook(run_id: str, name: str, nb: dict[str, Any], folder: Path | None) -> list[str]:
     marks = nb.get('artefacts') or {}
     lines = [f'## {TITLES.get(name, name)}', '', f'`{name}.ipynb`: {nb["headline"]}', '']
     if nb.get('parameters'):
         lines += [f'Tham số: `{json.dumps(nb["parameters"], ensure_ascii=False)}`.', '']
-    valid = rows(nb.get('results') or {}, marks)
+    valid = rows(nb['results'], marks)
     lines += ['**(a) Số đo hợp lệ**', '']
     if valid:
         lines += [*_table(('khóa', 'giá trị'), [(f'`{k}`', v) for k, v in valid]), '']
     else:
         lines += ['Notebook này không lưu kết quả nào.', '']
-    if nb.get('probe'):
-        lines += [f'Phép đo thêm. Nguồn: {nb.get("probe_source", "-")}.', '']
-        probe = rows(nb['probe'], {})
-        lines += [*_table(('khóa', 'giá trị'), [(f'`probe.{k}`', v) for k, v in probe]), '']
     if marks:
+        where = f'lần chạy {run_id}, notebook {name},'
         body = [
-            (f'`{k}`', fmt(lookup(nb['results'], k), k.split('.')), reason)
+            (f'`{k}`', format_value(lookup(nb['results'], k, where), k.split('.')), reason)
             for k, reason in marks.items()
         ]
         lines += ['**(b) Số đo hỏng (artefact) và lý do**', '']
         lines += [*_table(('khóa', 'giá trị đã lưu', 'vì sao sai'), body), '']
     else:
         lines += ['**(b) Số đo hỏng:** không có.', '']
-    plot = f'{PLOTS}/plot-{name.replace("/", "__")}.png'
-    if (PAGE.parent / plot).is_file():
-        caption = (
-            f'*Biểu đồ của `{name}`, do trình chạy notebook vẽ trong lần chạy này, chép nguyên.*'
-        )
-        if marks:
-            keys = ', '.join(f'`{k}`' for k in marks)
-            caption += (
-                f' Biểu đồ vẽ cả các số đo hỏng của phần (b) ({keys}): đừng đọc chúng như '
-                'hiệu năng của GPU.'
-            )
-        else:
-            caption += ' Không có số nào của notebook này bị đánh dấu là số đo hỏng.'
-        lines += [f'![{TITLES.get(name, name)}]({plot})', '', caption, '']
+    for key, title in plots(nb['results']).items():
+        png = f'{name.replace("/", "__")}-{key}.png'
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+            draw(nb['results'], key, marks, folder / png)
+        bad = [k for k in marks if k == key or k.startswith(key + '.')]
+        caption = f'*{title}: vẽ từ `{key}` của lần chạy.*'
+        if bad:
+            caption += ' Đường nét đứt là số đo hỏng của phần (b): đừng đọc chúng như hiệu năng.'
+        lines += [f'![{title}]({run_id}/{png})', '', caption, '']
     return lines
 
 
-def render(run: dict[str, Any], current: str | None = None) -> str:
-    """The whole page for ``run`` (``current``: the version of today's notebooks)."""
+def page_path(run_id: str) -> Path:
+    return DOCS / f'{run_id}.md'
+
+
+def render(run: dict[str, Any], current: str | None = None, plots_to: Path | None = None) -> str:
+    """The whole page for ``run`` (``current``: the version of today's notebooks); its plots are
+    drawn into ``plots_to`` when given."""
     if current is None:
         import d2lhelpers
 
         current = d2lhelpers.__version__
-    lines = [f'# Số đo trên một GPU thật: {run["machine"]["gpu"]}, ngày {run["date"]}', '']
+    what = run['machine']['gpu'] or 'máy không có GPU'
+    lines = [f'# Số đo của lần chạy {run["id"]}: {what}, ngày {run["date"]}', '']
     lines += [
         '<!-- Sinh ra bởi `PYTHONPATH=tools python -m gpucheck.page` từ '
         f'd2lhelpers/runs/{run["id"]}.json: đừng sửa tay. -->',
@@ -277,43 +283,48 @@ def render(run: dict[str, Any], current: str | None = None) -> str:
         '',
     ]
     if run['collection_version'] != current:
+        commit = run['commit'] or 'không rõ'
         lines += [
-            OLD.format(version=run['collection_version'], commit=run['commit'], current=current),
+            OLD.format(version=run['collection_version'], commit=commit, current=current),
             '',
         ]
-    if any(nb.get('artefacts') for nb in run['notebooks'].values()):
+    if any(nb['artefacts'] for nb in run['notebooks'].values()):
         lines += [WHY, '']
     lines += _machine(run)
     lines += _headlines(run)
     for name, nb in run['notebooks'].items():
-        lines += _notebook(name, nb)
+        lines += _notebook(run['id'], name, nb, plots_to)
     lines += [MAINTAINERS]
     return '\n'.join(lines) + '\n'
 
 
-def load_run(path: Path = RUN) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding='utf-8'))
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog='python -m gpucheck.page', description=__doc__)
+    parser.add_argument('runs', nargs='*', help='id của các lần chạy (mặc định: mọi lần chạy)')
     parser.add_argument('--check', action='store_true', help='chỉ so sánh, không ghi')
     args = parser.parse_args(argv)
-    text = render(load_run())
-    if args.check:
-        old = PAGE.read_text(encoding='utf-8') if PAGE.is_file() else ''
+    stale = 0
+    for run_id in args.runs or reference_runs():
+        path = page_path(run_id)
+        shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        if not args.check:
+            text = render(load_run(run_id), plots_to=DOCS / run_id)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding='utf-8')
+            print(f'gpucheck.page: đã ghi {shown}')
+            continue
+        text = render(load_run(run_id))
+        old = path.read_text(encoding='utf-8') if path.is_file() else ''
         if old == text:
-            print(f'gpucheck.page: {PAGE.relative_to(ROOT)} đúng với lần chạy')
-            return 0
+            print(f'gpucheck.page: {shown} đúng với lần chạy')
+            continue
+        stale += 1
         diff = difflib.unified_diff(
             old.splitlines(), text.splitlines(), 'đã commit', 'sinh ra', lineterm='', n=1
         )
         print('\n'.join(list(diff)[:40]))
-        print(f'gpucheck.page: {PAGE.relative_to(ROOT)} đã cũ: chạy python -m gpucheck.page')
-        return 1
-    PAGE.write_text(text, encoding='utf-8')
-    print(f'gpucheck.page: đã ghi {PAGE.relative_to(ROOT)}')
-    return 0
+        print(f'gpucheck.page: {shown} đã cũ: chạy python -m gpucheck.page {run_id}')
+    return 1 if stale else 0
 
 
 if __name__ == '__main__':

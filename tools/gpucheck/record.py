@@ -1,14 +1,27 @@
-"""Store a batch run on a GPU machine as a reference run: ``d2lhelpers/runs/ID.json``.
+"""Store a batch run as a reference run: ``d2lhelpers/runs/ID.json``, the only writer of that shape.
 
     PYTHONPATH=tools python -m gpucheck.record BUILD_DIR --id h200-2027-01-15 [--driver 580]
 
-Reads ``BUILD_DIR/summary.json`` (written by ``python -m nbrun``) and, when ``nvidia-smi`` is
-there, the driver, name and memory of the GPUs. Writes the run in the schema that
-``d2lhelpers.reference`` reads (see ``d2lhelpers/runs/h200-2026-11-30.json``): machine, software,
-commit, the ``d2lhelpers.__version__`` of the notebooks that ran, and for each notebook its status,
-time, parameters, headline and saved results. ``artefacts`` starts empty (a maintainer marks the
-figures later shown to be wrong, with the reason) and there is no ``probe``. An existing run is
-kept unless ``--force``; the file is written to a temporary name and then renamed.
+Reads ``BUILD_DIR/summary.json`` (written by ``python -m nbrun``), ``BUILD_DIR/gpu-tests.json``
+when ``python -m gpucheck`` wrote one, and, when ``nvidia-smi`` is there, the driver, name and
+memory of the GPUs. The run it writes (schema ``SCHEMA``, read by ``d2lhelpers.reference``):
+
+- ``schema``, ``id`` (``<machine>-<date>``), ``date``, ``commit`` (of the notebooks, or null),
+  ``collection_version`` (``d2lhelpers.__version__`` of the notebooks that ran), ``command``;
+- ``machine``: ``gpu`` (the first GPU's name, or null), ``gpu_count`` (physical GPUs),
+  ``compute_capability``, ``gpu_memory``, ``driver``, ``cuda_libraries``, ``cpu_cores``,
+  ``platform``, ``python``, and ``gpus``: one item per logical GPU that ``env_report()`` listed
+  (``device``, ``name``, ``compute_capability``, ``physical``, ``memory_total_mb``,
+  ``memory_limit_mb``);
+- ``software``: ``tensorflow``, ``tf_cuda``, ``cudnn``, ``keras``, ``numpy``;
+- ``gpu_tests``: ``pytest -m gpu``'s counts (``passed``, ``failed``, ``skipped``, ``errors``) or
+  null when they did not run; ``notes``: sentences about the run;
+- ``notebooks``: per notebook (``exercises/01-cpu-vs-gpu-matmul``) ``status``, ``seconds``,
+  ``parameters``, ``headline``, ``results`` (what its ``save_results`` cell saved) and
+  ``artefacts`` (empty here: a maintainer marks the figures later shown to be wrong, dotted key:
+  reason).
+
+An existing run is kept unless ``--force``; the file is written to a temporary name and renamed.
 """
 
 from __future__ import annotations
@@ -29,6 +42,16 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / 'd2lhelpers' / 'runs'
 _DATE = re.compile(r'(\d{4}-\d{2}-\d{2})$')
 _ID = re.compile(r'[a-z0-9][a-z0-9.-]*')
+SCHEMA = 1
+GPU_TESTS = 'gpu-tests.json'  # written by python -m gpucheck: pytest -m gpu's counts
+GPU_FIELDS = (
+    'device',
+    'name',
+    'compute_capability',
+    'physical',
+    'memory_total_mb',
+    'memory_limit_mb',
+)
 
 
 class RecordError(Exception):
@@ -73,6 +96,7 @@ def build_run(
     cuda_libraries: str | None = None,
     date: str | None = None,
     version: str | None = None,
+    gpu_tests: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """The reference-run dict of a batch ``summary`` (the content of summary.json)."""
     smi = smi or []
@@ -99,12 +123,20 @@ def build_run(
     notes = []
     if tf32 is not None:
         notes.append(f'TF32 {"bật" if tf32 else "tắt"} khi `env_report()` chạy.')
+    load = summary.get('load_average') or {}
+    if load.get('start') is not None:
+        notes.append(
+            f'Tải máy (load average 1 phút): {load["start"]} lúc bắt đầu, {load.get("end")} lúc '
+            f'kết thúc, trên {machine.get("cores")} lõi.'
+        )
     logical = [d for d in env.get('logical') or [] if 'GPU' in str(d)]
     if len(logical) > len(physical) >= 1:
         notes.append(
             f'{len(physical)} GPU vật lý, {len(logical)} thiết bị logic trong báo cáo môi trường.'
         )
+    memory = first.get('memory_total_mb')
     return {
+        'schema': SCHEMA,
         'id': run_id,
         'date': date,
         'commit': summary.get('commit'),
@@ -114,12 +146,13 @@ def build_run(
             'gpu': first.get('name') or (smi[0]['name'] if smi else None),
             'gpu_count': len(physical) or len(smi),
             'compute_capability': first.get('compute_capability'),
-            'gpu_memory': first.get('memory_total') or (smi[0]['memory'] if smi else None),
+            'gpu_memory': f'{memory:.0f} MiB' if memory else (smi[0]['memory'] if smi else None),
             'driver': driver or (smi[0]['driver'] if smi else None),
             'cuda_libraries': cuda_libraries,
             'cpu_cores': machine.get('cores'),
             'platform': machine.get('platform'),
             'python': machine.get('python'),
+            'gpus': [{k: g.get(k) for k in GPU_FIELDS} for g in gpus],
         },
         'software': {
             'tensorflow': env.get('tensorflow'),
@@ -128,6 +161,7 @@ def build_run(
             'keras': env.get('keras'),
             'numpy': env.get('numpy'),
         },
+        'gpu_tests': gpu_tests,
         'notes': notes,
         'notebooks': notebooks,
     }
@@ -175,12 +209,15 @@ def record(
         raise RecordError(f'không có {path}: chạy python -m nbrun ... --out {build_dir}') from None
     except json.JSONDecodeError as e:
         raise RecordError(f'{path} không phải JSON hợp lệ: {e}') from None
+    tests_file = Path(build_dir) / GPU_TESTS
+    gpu_tests = json.loads(tests_file.read_text('utf-8')) if tests_file.is_file() else None
     run = build_run(
         summary,
         run_id,
         smi=nvidia_smi() if smi is None else smi,
         driver=driver,
         cuda_libraries=cuda_libraries,
+        gpu_tests=gpu_tests,
     )
     return write_run(run, Path(out), force=force)
 

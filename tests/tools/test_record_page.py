@@ -1,0 +1,215 @@
+"""gpucheck's recorder, pages and command line, and the run file's one schema.
+
+No GPU and, but for one subprocess test, no TensorFlow: runs are built by the real producers
+(tests/runfixtures.py), never typed as a run file by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+from gpucheck import driver, page, record
+from runfixtures import BATCH_CPU, CPU_RUN, GPU_RUN, demo_summary, gpu_env
+
+import d2lhelpers
+from d2lhelpers.devices import GPUInfo
+from d2lhelpers.reference import ReferenceKeyError, load_run, lookup, reference_runs
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNS = ROOT / 'd2lhelpers' / 'runs'
+
+
+# -- the schema: one shape, written by record ----------------------------------------------------
+
+
+def test_every_stored_run_has_the_one_schema_as_record_writes_it():
+    top = ['schema', 'id', 'date', 'commit', 'collection_version', 'command', 'machine']
+    top += ['software', 'gpu_tests', 'notes', 'notebooks']
+    made = record.build_run(demo_summary(), 'x-2027-01-01', smi=[])
+    assert list(made) == top
+    for run_id in reference_runs():
+        run = load_run(run_id)
+        assert list(run) == top, run_id
+        assert set(run['machine']) == set(made['machine']), run_id
+        assert set(run['software']) == set(made['software']), run_id
+        for name, nb in run['notebooks'].items():
+            assert list(nb) == list(made['notebooks']['exercises/99-demo']), name
+            for key in nb['artefacts']:
+                lookup(nb['results'], key, name)  # a mark names a saved figure
+        assert (RUNS / f'{run_id}.json').read_text('utf-8') == record.dumps(run)
+
+
+def test_record_reads_what_env_report_writes():
+    gpu_fields = {f.name for f in fields(GPUInfo)}
+    assert set(record.GPU_FIELDS) <= gpu_fields
+    run = record.build_run(demo_summary(), 'h100-2027-01-15', smi=[])
+    assert run['machine']['gpus'] == [
+        {
+            'device': '/GPU:0',
+            'name': 'NVIDIA H100 80GB HBM3',
+            'compute_capability': '9.0',
+            'physical': 0,
+            'memory_total_mb': 81559.0,
+            'memory_limit_mb': None,
+        }
+    ]
+    assert run['machine']['gpu_memory'] == '81559 MiB'  # from env_report, not only nvidia-smi
+    assert run['machine']['gpu_count'] == 1 and run['machine']['cpu_cores'] == 16
+    mixed = demo_summary(gpu_env(('NVIDIA H100 80GB HBM3', 'Tesla T4')))
+    two = record.build_run(mixed, 'x-2027-01-15', smi=[])
+    assert [g['name'] for g in two['machine']['gpus']] == ['NVIDIA H100 80GB HBM3', 'Tesla T4']
+
+
+def test_record_writes_a_file_refuses_to_overwrite_and_reads_the_gpu_tests(tmp_path):
+    build = tmp_path / 'build'
+    build.mkdir()
+    (build / 'summary.json').write_text(json.dumps(demo_summary()), encoding='utf-8')
+    out = tmp_path / 'runs'
+    smi = [{'driver': '580.1', 'name': 'NVIDIA H100 80GB HBM3', 'memory': '81559 MiB'}]
+    path = record.record(build, 'h100-2027-01-15', out=out, smi=smi)
+    run = json.loads(path.read_text('utf-8'))
+    assert run['date'] == '2027-01-15' and run['commit'] == 'abc1234'
+    assert run['machine']['driver'] == '580.1' and run['gpu_tests'] is None
+    assert run['collection_version'] == d2lhelpers.__version__
+    with pytest.raises(record.RecordError, match='--force'):
+        record.record(build, 'h100-2027-01-15', out=out, smi=smi)
+    assert record.main([str(build), '--id', 'h100-2027-01-15', '--out', str(out)]) == 1
+    counts = {'passed': 2, 'failed': 0, 'skipped': 0, 'errors': 0}
+    (build / record.GPU_TESTS).write_text(json.dumps(counts), encoding='utf-8')
+    record.record(build, 'h100-2027-01-15', out=out, smi=smi, driver='555', force=True)
+    run = json.loads(path.read_text('utf-8'))
+    assert run['machine']['driver'] == '555' and run['gpu_tests'] == counts
+    assert sorted(p.name for p in out.iterdir()) == ['h100-2027-01-15.json']  # no temp file
+    with pytest.raises(record.RecordError, match='summary.json'):
+        record.record(tmp_path / 'nowhere', 'x-2027-01-01', out=out, smi=[])
+
+
+def test_the_cpu_reference_run_is_what_record_makes_of_its_batch():
+    summary = json.loads((BATCH_CPU / 'summary.json').read_text('utf-8'))
+    stored = load_run(CPU_RUN)
+    made = record.build_run(summary, CPU_RUN, smi=[], version=stored['collection_version'])
+    assert made == stored
+    assert stored['machine']['gpu'] is None and stored['machine']['cpu_cores'] == 2
+
+
+# -- pages ---------------------------------------------------------------------------------------
+
+
+def test_committed_pages_are_the_generated_ones():
+    for run_id in reference_runs():
+        assert page.page_path(run_id).read_text('utf-8') == page.render(load_run(run_id)), (
+            f'docs/runs/{run_id}.md differs from its run: PYTHONPATH=tools python -m gpucheck.page'
+        )
+        for line in page.page_path(run_id).read_text('utf-8').splitlines():
+            if line.startswith('!['):
+                png = line[line.index('](') + 2 : -1]
+                assert (page.DOCS / png).is_file(), png
+    assert page.main(['--check']) == 0
+
+
+def test_any_run_renders_with_its_plots_and_the_packages_formatter(tmp_path):
+    run = record.build_run(demo_summary(), 'h100-2027-01-15', smi=[])
+    text = page.render(run, plots_to=tmp_path)
+    assert text.startswith('# Số đo của lần chạy h100-2027-01-15: NVIDIA H100 80GB HBM3')
+    assert '| `speedup` | 1.27x |' in text and '| `equal` | đúng |' in text
+    assert '| `gflops./GPU:0` | 2048: 1234 GFLOP/s |' in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        'exercises__99-demo-gflops.png',
+        'exercises__99-demo-median_s.png',
+    ]
+    run['notebooks']['exercises/99-demo']['artefacts'] = {'nope': 'x'}
+    with pytest.raises(ReferenceKeyError, match="'nope'"):
+        page.render(run)
+
+
+def test_page_check_fails_on_a_stale_page(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(page, 'DOCS', tmp_path)
+    assert page.main([GPU_RUN, '--check']) == 1
+    assert 'đã cũ' in capsys.readouterr().out
+    assert page.main([GPU_RUN]) == 0 and page.main([GPU_RUN, '--check']) == 0
+
+
+# -- make gpu-check: the driver, TensorFlow, the batch -------------------------------------------
+
+
+def test_driver_gpus_come_from_the_seam_or_the_driver(monkeypatch, capsys):
+    monkeypatch.setenv(driver.FAKE, 'GPU 0: NVIDIA H100 (UUID: x); GPU 1: Tesla T4')
+    assert driver.driver_gpus() == ['GPU 0: NVIDIA H100 (UUID: x)', 'GPU 1: Tesla T4']
+    assert driver.main() == 0
+    monkeypatch.setenv(driver.FAKE, '')
+    assert driver.main() == driver.NONE
+    assert 'bỏ qua — không có GPU' in capsys.readouterr().out
+
+
+def _gpucheck(env: dict[str, str]) -> subprocess.CompletedProcess:
+    env = {**os.environ, 'PYTHONPATH': str(ROOT / 'tools'), **env}
+    return subprocess.run(
+        [sys.executable, '-m', 'gpucheck', '--out', '/nonexistent/never-written'],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def test_gpu_check_fails_when_the_driver_shows_a_gpu_tensorflow_cannot_use():
+    proc = _gpucheck({driver.FAKE: 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-fake)'})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert 'driver thấy 1 GPU (GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-fake))' in proc.stdout
+    assert 'là bản chỉ CPU (is_cuda_build = False)' in proc.stdout
+    assert not Path('/nonexistent').exists()
+
+
+def test_gpu_check_skips_when_there_is_no_gpu_anywhere(monkeypatch, capsys):
+    import gpucheck.__main__ as gpu_check
+
+    monkeypatch.setattr(gpu_check, 'driver_gpus', lambda: [])
+    monkeypatch.setattr(gpu_check, 'tf_probe', lambda: ('2.21.0', False, 0, ''))
+    monkeypatch.setattr(gpu_check, 'run_batch', lambda *a: pytest.fail('must not run anything'))
+    assert gpu_check.main([]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out == [
+        'gpu-check: bỏ qua — không có GPU (driver NVIDIA không thấy GPU nào; '
+        'TensorFlow 2.21.0 không thấy GPU nào)'
+    ]
+
+
+def test_a_cuda_build_that_sees_no_gpu_prints_tensorflows_words():
+    import gpucheck.__main__ as gpu_check
+
+    said = 'W ... Cannot dlopen some GPU libraries. Skipping registering GPU devices...'
+    text = gpu_check.unusable_reason('2.21.0', True, said)
+    assert text.endswith(said) and 'bản có CUDA' in text
+
+
+def test_junit_counts_a_skip_and_a_missing_file(tmp_path):
+    import gpucheck.__main__ as gpu_check
+
+    xml = tmp_path / 'r.xml'
+    xml.write_text(
+        '<testsuites><testsuite tests="3" failures="0" errors="0" skipped="2"/></testsuites>'
+    )
+    assert gpu_check.junit_counts(xml) == {'passed': 1, 'failed': 0, 'skipped': 2, 'errors': 0}
+    missing = gpu_check.junit_counts(tmp_path / 'none.xml')
+    assert missing == {'passed': 0, 'failed': 0, 'skipped': 0, 'errors': 1}
+
+
+def test_gpu_tests_collect_without_nbval():
+    code = (
+        "import sys; sys.modules['nbval'] = None\n"  # `import nbval` raises ImportError
+        'import pytest\n'
+        "sys.exit(pytest.main(['tests', '-m', 'gpu', '--co', '-q', '-p', 'no:cacheprovider']))\n"
+    )
+    env = {**os.environ, 'PYTEST_DISABLE_PLUGIN_AUTOLOAD': '1'}
+    proc = subprocess.run(
+        [sys.executable, '-c', code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert 'test_gpu_timing_is_synchronised' in proc.stdout
