@@ -213,3 +213,20 @@ def test_gpu_tests_collect_without_nbval():
     )
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert 'test_gpu_timing_is_synchronised' in proc.stdout
+
+
+def test_a_downloaded_run_json_is_checked_then_recorded_under_its_id(tmp_path, capsys):
+    import gpucheck.__main__ as gpu_check
+
+    downloaded = tmp_path / 'run.json'
+    downloaded.write_text(record.dumps(record.build_run(demo_summary(), 'run', smi=[])))
+    assert gpu_check.main(['--check-run', str(downloaded)]) == 1  # no gpu tests, demo results
+    assert 'kiểm tra hỏng trong' in capsys.readouterr().out
+    path = record.record(downloaded, 't4-2027-01-20', out=tmp_path / 'runs')
+    run = json.loads(path.read_text('utf-8'))
+    assert (run['id'], run['date']) == ('t4-2027-01-20', '2027-01-20')
+    assert run['notebooks'] == json.loads(downloaded.read_text('utf-8'))['notebooks']
+    old = tmp_path / 'old.json'
+    old.write_text(json.dumps({**run, 'schema': 0}))
+    with pytest.raises(record.RecordError, match='schema 0'):
+        record.record(old, 'x-2027-01-21', out=tmp_path / 'runs')

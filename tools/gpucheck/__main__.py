@@ -12,6 +12,8 @@
    ``gpu-tests.json``) and ``run.json`` recorded again with them.
 4. The run checked (``gpucheck.check``): a table of findings; exit 1 if any failed.
 
+``--check-run RUN_JSON`` only checks a run file made elsewhere (Colab, Kaggle).
+
 Everything printed also goes to ``build/gpu-check/gpucheck.log`` as it happens, so a run cut
 short still leaves its log and, once the batch has ended, its ``run.json``.
 """
@@ -193,7 +195,16 @@ def junit_counts(path: Path) -> dict[str, int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog='python -m gpucheck', description=__doc__)
     parser.add_argument('--out', type=Path, default=OUT, help='mặc định build/gpu-check')
+    parser.add_argument(
+        '--check-run', type=Path, metavar='RUN_JSON', help='chỉ kiểm tra một run.json đã có'
+    )
     args = parser.parse_args(argv)
+    if args.check_run is not None:
+        findings = check_run(json.loads(args.check_run.read_text(encoding='utf-8')))
+        print(table(findings))
+        bad = failed(findings)
+        print(f'gpu-check: {len(bad)} kiểm tra hỏng trong {len(findings)}')
+        return 1 if bad else 0
     drivers = driver_gpus()
     version, cuda_build, count, said = tf_probe()
     if not drivers and count == 0:

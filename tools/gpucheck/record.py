@@ -1,6 +1,7 @@
 """Store a batch run as a reference run: ``d2lhelpers/runs/ID.json``, the only writer of that shape.
 
     PYTHONPATH=tools python -m gpucheck.record BUILD_DIR --id h200-2027-01-15 [--driver 580]
+    PYTHONPATH=tools python -m gpucheck.record run.json --id t4-2027-01-20   # from Colab/Kaggle
 
 Reads ``BUILD_DIR/summary.json`` (written by ``python -m nbrun``), ``BUILD_DIR/gpu-tests.json``
 when ``python -m gpucheck`` wrote one, and, when ``nvidia-smi`` is there, the driver, name and
@@ -191,8 +192,17 @@ def write_run(run: dict[str, Any], out: Path, *, force: bool = False) -> Path:
     return target
 
 
+def rename(run: dict[str, Any], run_id: str) -> dict[str, Any]:
+    """A run file (``run.json`` of ``python -m gpucheck``, e.g. downloaded from Colab) under a new
+    id, its date taken from the id."""
+    if run.get('schema') != SCHEMA:
+        raise RecordError(f'lần chạy có schema {run.get("schema")!r}, cần schema {SCHEMA}')
+    found = _DATE.search(run_id)
+    return {**run, 'id': run_id, 'date': found.group(1) if found else run['date']}
+
+
 def record(
-    build_dir: Path,
+    source: Path,
     run_id: str,
     *,
     out: Path = DEFAULT_OUT,
@@ -201,18 +211,22 @@ def record(
     force: bool = False,
     smi: list[dict[str, str]] | None = None,
 ) -> Path:
-    """Read ``build_dir/summary.json``, write the run; returns the file written."""
-    path = Path(build_dir) / 'summary.json'
+    """Record ``source``: a batch folder (its ``summary.json``) or a run file (``run.json``);
+    returns the file written."""
+    source = Path(source)
+    path = source if source.is_file() else source / 'summary.json'
     try:
-        summary = json.loads(path.read_text(encoding='utf-8'))
+        data = json.loads(path.read_text(encoding='utf-8'))
     except FileNotFoundError:
-        raise RecordError(f'không có {path}: chạy python -m nbrun ... --out {build_dir}') from None
+        raise RecordError(f'không có {path}: chạy python -m nbrun ... --out {source}') from None
     except json.JSONDecodeError as e:
         raise RecordError(f'{path} không phải JSON hợp lệ: {e}') from None
-    tests_file = Path(build_dir) / GPU_TESTS
+    if source.is_file():
+        return write_run(rename(data, run_id), Path(out), force=force)
+    tests_file = source / GPU_TESTS
     gpu_tests = json.loads(tests_file.read_text('utf-8')) if tests_file.is_file() else None
     run = build_run(
-        summary,
+        data,
         run_id,
         smi=nvidia_smi() if smi is None else smi,
         driver=driver,
@@ -224,7 +238,9 @@ def record(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog='python -m gpucheck.record', description=__doc__)
-    parser.add_argument('build_dir', type=Path, help='thư mục --out của python -m nbrun')
+    parser.add_argument(
+        'source', type=Path, help='thư mục --out của python -m nbrun, hoặc một run.json'
+    )
     parser.add_argument('--id', required=True, help='tên lần chạy, ví dụ h200-2027-01-15')
     parser.add_argument('--driver', help='phiên bản driver (mặc định: theo nvidia-smi)')
     parser.add_argument('--cuda-libraries', help='thư viện CUDA của máy, ví dụ "CUDA 13"')
@@ -233,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         target = record(
-            args.build_dir,
+            args.source,
             args.id,
             out=args.out,
             driver=args.driver,
