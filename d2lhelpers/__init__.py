@@ -20,8 +20,7 @@ __version__ = '0.3.0'
 
 # fmt: off
 from .checks import (
-    check_auto, check_choice, check_devices, check_int, check_int_list, check_number,
-    check_seconds, device_name,
+    check_auto, check_int, check_int_list, check_number, check_seconds, device_name,
 )
 from .datasheets import DATASHEETS, GPUSpec, find_spec
 from .devices import (
@@ -29,7 +28,7 @@ from .devices import (
     try_gpu,
 )
 from .multiworker import WorkerError, WorkerResult, WorkerTimeout, run_workers, tf_config
-from .reference import Reference, reference
+from .reference import Reference, ReferenceKeyError, reference
 from .results import save_results
 from .timing import (
     NEAR_FLOOR, TIE_BAND, BenchmarkResult, Comparison, Timer, benchmark, compare, format_seconds,
@@ -38,8 +37,8 @@ from .timing import (
 
 __all__ = [
     'DATASHEETS', 'NEAR_FLOOR', 'TIE_BAND', 'BenchmarkResult', 'Comparison', 'Device', 'EnvReport',
-    'GPUInfo', 'GPUSpec', 'Reference', 'Timer', 'WorkerError', 'WorkerResult', 'WorkerTimeout',
-    'benchmark', 'check_auto', 'check_choice', 'check_devices', 'check_int', 'check_int_list',
+    'GPUInfo', 'GPUSpec', 'Reference', 'ReferenceKeyError', 'Timer', 'WorkerError',
+    'WorkerResult', 'WorkerTimeout', 'benchmark', 'check_auto', 'check_int', 'check_int_list',
     'check_number', 'check_seconds', 'compare', 'cpu', 'device_name', 'ensure_devices',
     'env_report', 'find_spec', 'format_seconds', 'gpu', 'interleave', 'num_gpus', 'reference',
     'run_workers', 'save_results', 'sync_devices', 'tf_config', 'try_all_gpus', 'try_gpu',

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 
@@ -82,14 +82,6 @@ def check_int_list(name: str, value: object) -> list[int]:
     return list(value)
 
 
-def check_choice(name: str, value: object, choices: Iterable[Any]) -> Any:
-    """Return ``value`` if it is one of ``choices``, else raise naming ``name`` and the choices."""
-    choices = list(choices)
-    if value not in choices:
-        raise ValueError(f'tham số `{name}` = {value!r} không hợp lệ; chọn một trong {choices!r}')
-    return value
-
-
 _DEVICE = re.compile(
     r'(?:/job:[^/]+)?(?:/replica:\d+)?(?:/task:\d+)?/?(?:physical_device:|device:)?'
     r'([A-Za-z][A-Za-z_]*):(\d+)'
@@ -104,33 +96,3 @@ def device_name(text: object) -> str:
     if not match:
         raise ValueError(f'không phải tên thiết bị: {text!r} (ví dụ đúng: "/CPU:0", "/GPU:1")')
     return f'/{match.group(1).upper()}:{int(match.group(2))}'
-
-
-def check_devices(name: str, value: object, available: Sequence[str]) -> list[str]:
-    """``'all'`` or device names that exist here (soft placement would silently run a missing
-    ``/GPU:0`` on the CPU, and label a CPU figure "GPU"); short names, no duplicates."""
-    available = [device_name(d) for d in available]
-    what = "'all' hoặc một danh sách tên thiết bị"
-    if isinstance(value, str) and value.strip() == 'all':
-        return available
-    if isinstance(value, str) and value.strip()[:1] not in '[(':
-        value = [value]  # one device name, e.g. -p devices /GPU:0
-    value = _literal(name, value, what)
-    if not isinstance(value, (list, tuple)):
-        raise TypeError(f'tham số `{name}` phải là {what}, nhận được {value!r}')
-    if not value:
-        raise ValueError(f'tham số `{name}` không được là danh sách rỗng')
-    chosen: list[str] = []
-    for v in value:
-        try:
-            device = device_name(v)
-        except (TypeError, ValueError) as err:
-            raise type(err)(f'tham số `{name}`: {err}') from None
-        if device not in available:
-            raise ValueError(
-                f'tham số `{name}`: máy này không có thiết bị {device}; '
-                f'các thiết bị có: {available}'
-            )
-        if device not in chosen:
-            chosen.append(device)
-    return chosen

@@ -1,16 +1,10 @@
-"""Reference runs stored as data (``d2lhelpers/runs/*.json``, written only by ``gpucheck.record``):
-real figures of other machines, for a learner who has not got them.
+"""Reference runs stored as data (``d2lhelpers/runs/*.json``, written only by ``gpucheck.record``,
+whose docstring lists the fields of the one schema): real figures of other machines.
 
 ``reference(notebook, *keys, run=ID)`` prints the figures ``keys`` of one named run, labelled as
 reference data, with the artefacts of that run marked and their reasons. Every notebook names
 the run it quotes, so adding a run to ``runs/`` changes no notebook. ``this=results`` prints this
 run's value of each key above the stored one, so both can be read side by side.
-
-A run file has one shape (``SCHEMA``; the recorder's docstring lists its fields): ``schema``,
-``id``, ``date``, ``commit``, ``collection_version``, ``command``, ``machine``, ``software``,
-``gpu_tests``, ``notes`` and ``notebooks``: for each notebook ``status``, ``seconds``,
-``parameters``, ``headline``, ``results`` (what its ``save_results`` cell saved) and
-``artefacts`` (dotted key: why that figure is wrong).
 """
 
 from __future__ import annotations
@@ -57,10 +51,7 @@ def load_run(run: str) -> dict[str, Any]:
         raise ValueError(f'không có lần chạy tham khảo {run!r}; các lần chạy có: {runs}')
     data = json.loads(_runs_dir().joinpath(f'{run}.json').read_text('utf-8'))
     if data.get('schema') != SCHEMA:
-        raise ValueError(
-            f'lần chạy {run!r} có schema {data.get("schema")!r}; d2lhelpers {__version__} '
-            f'đọc schema {SCHEMA}'
-        )
+        raise ValueError(f'lần chạy {run!r} có schema {data.get("schema")!r}, cần schema {SCHEMA}')
     return data
 
 
@@ -168,7 +159,8 @@ def reference(notebook: str, *keys: str, run: str, this: dict[str, Any] | None =
     values = {key: lookup(entry['results'], key, where) for key in keys}
     mine = None
     if this is not None:
-        saved = save_results(this, None)  # the values exactly as a run file stores them
+        # the values exactly as a run file stores them: JSON types, keys sorted
+        saved = json.loads(json.dumps(save_results(this, None), sort_keys=True))
         mine = {key: lookup(saved, key, 'kết quả của lần chạy này') for key in keys}
     artefacts = {
         key: reason

@@ -8,8 +8,6 @@ import pytest
 
 from d2lhelpers import (
     check_auto,
-    check_choice,
-    check_devices,
     check_int,
     check_int_list,
     check_number,
@@ -115,12 +113,6 @@ def test_int_list_refuses_bad_values(bad, error, match):
     assert '`sizes`' in str(info.value)
 
 
-def test_choice_returns_the_value_or_names_the_choices():
-    assert check_choice('k', 2, (i for i in range(3))) == 2
-    with pytest.raises(ValueError, match=r"`dtype` = 'int8'.*\['float32', 'float16'\]"):
-        check_choice('dtype', 'int8', ('float32', 'float16'))
-
-
 @pytest.mark.parametrize(
     'text, short',
     [
@@ -139,36 +131,3 @@ def test_device_name_shortens(text, short):
 def test_device_name_refuses_what_is_not_a_device(bad, error):
     with pytest.raises(error, match='thiết bị'):
         device_name(bad)
-
-
-AVAILABLE = ['/job:localhost/replica:0/task:0/device:CPU:0', '/GPU:0']
-
-
-@pytest.mark.parametrize(
-    'value, chosen',
-    [
-        ('all', ['/CPU:0', '/GPU:0']),
-        ('/GPU:0', ['/GPU:0']),
-        ("['/GPU:0', 'cpu:0', '/GPU:0']", ['/GPU:0', '/CPU:0']),
-        (['/CPU:0'], ['/CPU:0']),
-    ],
-)
-def test_check_devices_accepts_all_or_existing_devices(value, chosen):
-    assert check_devices('devices', value, AVAILABLE) == chosen
-
-
-@pytest.mark.parametrize(
-    'bad, error, match',
-    [
-        (['/GPU:1'], ValueError, 'máy này không có thiết bị /GPU:1'),
-        ([], ValueError, 'rỗng'),
-        (['GPU'], ValueError, 'không phải tên thiết bị'),
-        ([5], TypeError, 'chuỗi'),
-        ('[/GPU:0', TypeError, "'all' hoặc một danh sách"),
-        (5, TypeError, "'all' hoặc một danh sách"),
-    ],
-)
-def test_check_devices_refuses_devices_that_do_not_exist_here(bad, error, match):
-    with pytest.raises(error, match=match) as info:
-        check_devices('devices', bad, AVAILABLE)
-    assert '`devices`' in str(info.value)

@@ -38,7 +38,7 @@ def test_a_run_of_another_schema_is_refused_by_name(runs):
     run = demo_run('x2-2026-01-03')
     run['schema'] = 2
     write_run(runs, run)
-    with pytest.raises(ValueError, match=r"'x2-2026-01-03' có schema 2.*đọc schema 1"):
+    with pytest.raises(ValueError, match=r"'x2-2026-01-03' có schema 2, cần schema 1"):
         load_run('x2-2026-01-03')
 
 
