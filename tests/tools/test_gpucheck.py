@@ -1,26 +1,31 @@
 """gpucheck: the stored H200 run, its generated page, the recorder and the acceptance checks.
 
 No GPU and no TensorFlow needed: the checks are pure functions over a run dict. The 2026-11-30 H200
-run (old notebooks) must be rejected for the reasons docs/gpu-h200.md gives; a physically valid
-run built from it must be accepted; each rule must be able to fail.
+run (old notebooks) must be rejected for the reasons docs/gpu-h200.md gives; a physically
+consistent run of the current notebooks (tests/tools/gpufixtures.py) must be accepted; for each
+rule, a copy of it with one defect must be rejected by that rule; a run without a GPU must be
+rejected by the GPU presence checks and by nothing else.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 from pathlib import Path
 
+import gpufixtures
 import pytest
 from gpucheck import check, page, record
+from gpufixtures import GPU, H100, T4, build_run
 
 import d2lhelpers
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_FILE = ROOT / 'd2lhelpers' / 'runs' / 'h200-2026-11-30.json'
 EX1, EX2, EX3, EX4 = check.EX1, check.EX2, check.EX3, check.EX4
-CHOOSE, DP = check.CHOOSE, check.DP
+CHOOSE, DP, USE = check.CHOOSE, check.DP, check.USE
 
 
 def old_run() -> dict:
@@ -35,45 +40,8 @@ def fails(run: dict, notebook: str, name: str) -> list[check.Finding]:
     return [f for f in failures(run) if f.notebook == notebook and f.check == name]
 
 
-def valid_run() -> dict:
-    """The old run with its wrong figures replaced by physically valid ones (the probes' values),
-    as a run of the current notebooks with every key they save."""
-    run = old_run()
-    run['collection_version'] = d2lhelpers.__version__
-    nbs = run['notebooks']
-    ex1 = nbs[EX1]['results']
-    gpu = {'1024': 0.00032, '4096': 0.005284, '8192': 0.031966}
-    ex1['median_s']['TF /GPU:0'] = gpu
-    ex1['gflops']['TF /GPU:0'] = {n: 2 * int(n) ** 3 / t / 1e9 for n, t in gpu.items()}
-    ex1['floor_s'] = {'TF /GPU:0': 6.5e-5, 'TF /CPU:0': 4.8e-5, 'NumPy (CPU)': 1.7e-6}
-    ex1['near_floor'] = {'TF /GPU:0': [], 'TF /CPU:0': [16, 32, 64], 'NumPy (CPU)': [16]}
-    ex1['tf32'] = False
-    ex1['crossover_n'] = 1024
-    ex3 = nbs[EX3]['results']
-    ex3['floor_s'] = {'graph': 0.0411, 'eager': 0.0642}
-    ex3['tf32'] = False
-    ex4 = nbs[EX4]['results']
-    ex4.update(n=6000, speedup=0.99, split=True, sums_equal=True, tf32=False)
-    ex4['median_s'] = {'sequential': 0.01924, 'concurrent': 0.01943, 'unordered_one_device': 0.0192}
-    ch = nbs[CHOOSE]['results']
-    ch['gflops']['/GPU:0'] = {'1024': 6710.0, '4096': 26010.0, '8192': 34400.0}
-    ch['dtype_gflops']['/GPU:0'] = {
-        'float32': 34400.0,
-        'tf32': 210000.0,
-        'float16': 420000.0,
-        'bfloat16': 410000.0,
-    }
-    ch['ceiling_gflops'] = {'/GPU:0': 34400.0, '/CPU:0': 982.33}
-    ch['floor_s'] = {'/GPU:0': 6.5e-5, '/CPU:0': 4.8e-5}
-    ch['near_floor'] = {'/GPU:0': [], '/CPU:0': [16, 32]}
-    ch['tf32'] = False
-    ch['ridge_point_flop_per_byte']['/GPU:0'] = 8.76
-    dp = nbs[DP]['results']
-    dp['weights_match'] = True
-    dp['jit_compile'] = {'single': False, 'mirrored': False}
-    for nb in nbs.values():
-        nb['artefacts'] = {}
-    return run
+def results(run: dict, notebook: str) -> dict:
+    return run['notebooks'][notebook]['results']
 
 
 # -- the stored run and its page ---------------------------------------------------------------
@@ -252,89 +220,459 @@ def test_old_h200_run_is_rejected_for_the_known_artefacts():
 
 
 def test_valid_run_is_accepted():
-    findings = check.check_run(valid_run())
+    findings = check.check_run(build_run())
     assert not check.failed(findings), check.table(check.failed(findings))
-    names = {f.check for f in findings}
-    assert {'TF32 nhanh hơn float32', 'cùng jit_compile', 'sums_equal', 'điểm giao'} <= names
+    assert not check.unchecked(findings), check.table(check.unchecked(findings))
+    names = ['STATUS', 'GPU_TESTS', 'HAS_GPU', 'FP32_PEAK', 'FP32_LOW', 'TF32_GAIN']
+    names += ['BANDWIDTH', 'OFF_FLOOR', 'CEILING', 'ORDER', 'FINITE', 'SPEEDUP', 'SAME_JIT']
+    rules = {getattr(check, name) for name in names} | {check.WEIGHT_DIFF, *check.EQUALITY_KEYS}
+    assert rules <= {f.check for f in findings}
+
+
+def test_the_fixture_saves_every_required_key():
+    run = build_run()
+    for notebook, keys in check.REQUIRED.items():
+        assert set(keys) <= set(results(run, notebook)), notebook
+
+
+def test_a_run_without_a_gpu_fails_exactly_the_gpu_presence_checks():
+    bad = failures(build_run(gpu=None))
+    assert {f.check for f in bad} == check.NO_GPU_CHECKS, check.table(bad)
+    no_gpu = [f for f in bad if f.check == check.HAS_GPU]
+    assert {f.notebook for f in no_gpu} == {'-', *check.REQUIRED}
+    assert all('lần chạy không đo GPU nào' in f.detail for f in no_gpu), check.table(no_gpu)
+
+
+def test_a_t4_run_is_accepted_with_its_own_data_sheet():
+    findings = check.check_run(build_run(T4))  # 230 GB/s = 72% of 320, 4.5 = 56% of 8.1
+    assert not check.failed(findings), check.table(check.failed(findings))
+    assert not [f for f in findings if f.check == check.TF32_GAIN]  # no TF32 on a T4
 
 
 # -- each rule can fail ------------------------------------------------------------------------
 
 
 def test_status_must_be_ok():
-    run = valid_run()
+    run = build_run()
     run['notebooks'][EX2]['status'] = 'timeout'
     assert fails(run, EX2, 'trạng thái')
 
 
-def test_tf32_flag_where_float32_is_claimed():
-    run = valid_run()
-    run['notebooks'][EX1]['results']['tf32'] = True
-    assert fails(run, EX1, 'float32 ≤ đỉnh FP32')
+@pytest.mark.parametrize(
+    'tests',
+    [
+        None,  # pytest -m gpu did not run
+        {'passed': 0, 'failed': 0, 'skipped': 2, 'errors': 0},  # no GPU: skipped is not passed
+        {'passed': 1, 'failed': 0, 'skipped': 1, 'errors': 0},
+        {'passed': 1, 'failed': 1, 'skipped': 0, 'errors': 0},
+        {'passed': 2, 'failed': 0, 'skipped': 0, 'errors': 1},
+        {'passed': 0, 'failed': 0, 'skipped': 0, 'errors': 0},
+        {'passed': 2},
+    ],
+)
+def test_gpu_tests_must_run_and_pass(tests):
+    run = build_run()
+    run['gpu_tests'] = tests
+    assert fails(run, '-', check.GPU_TESTS)
 
 
-def test_float32_above_the_fp32_peak():
-    run = valid_run()
-    run['notebooks'][CHOOSE]['results']['dtype_gflops']['/GPU:0']['float32'] = 80000.0
-    assert fails(run, CHOOSE, 'float32 ≤ đỉnh FP32')
+def test_gpu_tests_missing_from_a_current_run():
+    run = build_run()
+    del run['gpu_tests']
+    assert fails(run, '-', check.GPU_TESTS)
 
 
-def test_tf32_must_be_clearly_faster_than_float32():
-    run = valid_run()
-    run['notebooks'][CHOOSE]['results']['dtype_gflops']['/GPU:0']['tf32'] = 40000.0
-    assert fails(run, CHOOSE, 'TF32 nhanh hơn float32')
-    run['machine']['compute_capability'] = '7.5'  # no TF32 before Ampere: not checked
-    assert not fails(run, CHOOSE, 'TF32 nhanh hơn float32')
+def no_gpu_rows(run: dict, notebook: str) -> None:
+    """Each notebook's results as if it had measured the CPU only (a placement regression)."""
+    r = results(run, notebook)
+    if notebook in (EX1, CHOOSE):
+        for key in ('gflops', 'median_s', 'bandwidth_gbs', 'dtype_gflops'):
+            for label in [k for k in r.get(key, {}) if 'GPU' in k]:
+                del r[key][label]
+    elif notebook == EX3:
+        r['device'] = '/CPU:0'
+    elif notebook == EX2:
+        r['devices']['original'] = '/CPU:0'  # one restore off the GPU is enough
+    elif notebook == USE:
+        r['devices']['model_weights'] = '/CPU:0'
+    else:
+        r['devices'] = ['/GPU:0', '/CPU:0']
 
 
-def test_tf32_gain_at_the_largest_size():
-    run = valid_run()
-    rows = run['notebooks'][CHOOSE]['results']['dtype_gflops']['/GPU:0']
-    rows['float32'] = {'1024': 6000.0, '8192': 34000.0}
-    rows['tf32'] = {'1024': 6100.0, '8192': 40000.0}
-    assert fails(run, CHOOSE, 'TF32 nhanh hơn float32')
-    rows['tf32']['8192'] = 200000.0
-    assert not fails(run, CHOOSE, 'TF32 nhanh hơn float32')
+@pytest.mark.parametrize('notebook', [EX1, EX2, EX3, EX4, CHOOSE, DP, USE])
+def test_every_notebook_must_have_measured_a_gpu(notebook):
+    run = build_run()
+    no_gpu_rows(run, notebook)
+    assert fails(run, notebook, check.HAS_GPU)
 
 
-@pytest.mark.parametrize('gbs', [2000.0, 5200.0])
+def test_the_machine_must_list_a_gpu():
+    run = build_run()
+    run['machine']['gpus'] = []
+    bad = fails(run, '-', check.HAS_GPU)
+    assert bad and 'lần chạy không đo GPU nào' in bad[0].detail
+
+
+def test_use_gpu_must_use_two_gpus():
+    run = build_run()
+    results(run, USE)['devices'] = dict.fromkeys(('x', 'y', 'sum'), '/GPU:0')
+    assert fails(run, USE, check.HAS_GPU)
+    # the other shape use-gpu may save: a list of devices and a dict of placements
+    results(run, USE).update(devices=['/GPU:0', '/GPU:1'], placed={'X': '/GPU:0', 'Y': '/GPU:1'})
+    assert not fails(run, USE, check.HAS_GPU)
+    results(run, USE)['placed']['lazy'] = '/CPU:0'
+    assert 'CPU:0' in fails(run, USE, check.HAS_GPU)[0].detail
+
+
+def with_ex1_gpu_times(run: dict, times: dict[str, float]) -> None:
+    """Exercise 1's GPU times at some sizes replaced, its GFLOP/s computed from them."""
+    r = results(run, EX1)
+    for n, t in times.items():
+        r['median_s']['TF /GPU:0'][n] = t
+        r['gflops']['TF /GPU:0'][n] = 2 * int(n) ** 3 / t / 1e9
+
+
+def test_unsynchronised_timings_read_above_the_fp32_peak():
+    run = build_run()
+    with_ex1_gpu_times(run, {'4096': 8e-5, '8192': 9e-5})  # the clock stopped at the launch
+    bad = fails(run, EX1, check.FP32_PEAK)
+    assert bad and 'n = 8192' in bad[0].detail and 'H100 SXM' in bad[0].detail
+
+
+def test_tf32_labelled_float32_reads_above_the_fp32_peak():
+    run = build_run()
+    r = results(run, CHOOSE)
+    tf32 = r['dtype_gflops']['/GPU:0']['tf32']
+    r['dtype_gflops']['/GPU:0']['float32'] = tf32
+    assert fails(run, CHOOSE, check.FP32_PEAK)
+
+
+@pytest.mark.parametrize('notebook', [EX1, EX3, EX4, CHOOSE, DP])
+def test_tf32_flag_where_float32_is_claimed(notebook):
+    run = build_run()
+    results(run, notebook)['tf32'] = True
+    assert fails(run, notebook, check.FP32_PEAK)
+
+
+def test_exercise_4_faster_than_the_fp32_peak():
+    run = build_run()
+    results(run, EX4)['median_s']['sequential'] = 5e-3  # 864 GFLOP in 5 ms: 173 TFLOP/s
+    assert fails(run, EX4, check.FP32_PEAK)
+
+
+def test_a_data_parallel_step_faster_than_the_fp32_peak():
+    run = build_run()
+    results(run, DP)['step_time_s']['1'] = 1e-3  # 118 GFLOP in 1 ms
+    assert fails(run, DP, check.FP32_PEAK)
+
+
+def test_float32_far_below_the_data_sheet():
+    run = build_run(dataclasses.replace(H100, fp32=6_700.0))  # 10%: idle clocks
+    assert fails(run, EX1, check.FP32_LOW)
+    assert fails(run, CHOOSE, check.FP32_LOW)
+
+
+def test_float32_below_n_2048_is_not_judged_against_the_peak():
+    run = build_run()
+    for key in ('median_s', 'gflops'):
+        row = results(run, EX1)[key]['TF /GPU:0']
+        for n in ('2048', '4096', '8192'):
+            del row[n]
+    low = [f for f in check.check_run(run) if f.notebook == EX1 and f.check == check.FP32_LOW]
+    assert low and all(f.status == check.UNCHECKED for f in low)
+
+
+def test_no_ceiling_means_every_gpu_point_at_the_floor():
+    run = build_run()
+    results(run, CHOOSE)['ceiling_gflops']['/GPU:0'] = None
+    assert fails(run, CHOOSE, check.CEILING)
+    assert not fails(run, CHOOSE, check.FINITE)  # a null ceiling is a verdict, not a NaN
+
+
+def test_largest_gpu_point_at_the_floor():
+    run = build_run()
+    with_ex1_gpu_times(run, {'8192': 7.2e-5})  # 1.1x the 65 µs floor
+    assert fails(run, EX1, check.OFF_FLOOR)
+    run = build_run()
+    results(run, CHOOSE)['floor_s']['/GPU:0'] = 0.025  # n = 8192 takes 27.6 ms: 1.1x
+    assert fails(run, CHOOSE, check.CEILING)
+
+
+def test_floor_rule_needs_no_data_sheet():
+    run = build_run(dataclasses.replace(H100, name='NVIDIA B200'))
+    with_ex1_gpu_times(run, {'8192': 7.2e-5})
+    assert fails(run, EX1, check.OFF_FLOOR)
+    assert not fails(run, EX1, check.FP32_PEAK)  # unchecked without a row
+
+
+def test_time_must_grow_with_the_work():
+    run = build_run()
+    with_ex1_gpu_times(run, {'8192': 4.0e-3})  # 4096 took 3.5 ms: 8x the work, 1.15x the time
+    bad = fails(run, EX1, check.OFF_FLOOR)
+    assert bad and 'n = 4096 đến n = 8192' in bad[0].detail
+
+
+def test_tf32_gain_needs_a_quarter_of_the_data_sheet_ratio():
+    a100 = GPU('NVIDIA A100-SXM4-80GB', '8.0', 81920.0, 17_000.0, 20_400.0, 200_000.0, 1_750.0)
+    bad = fails(build_run(a100), CHOOSE, check.TF32_GAIN)  # 1.2x where the sheet says 8x
+    assert bad and 'cần ≥ 2.75x' in bad[0].detail
+    assert not failures(build_run(dataclasses.replace(a100, tf32=100_000.0)))
+
+
+def test_geforce_tf32_equal_to_float32_is_accepted():
+    rtx = GPU('NVIDIA GeForce RTX 4090', '8.9', 24564.0, 50_000.0, 50_000.0, 140_000.0, 900.0)
+    findings = check.check_run(build_run(rtx))  # dense TF32 = FP32 = 82.6 TFLOP/s
+    assert not check.failed(findings), check.table(check.failed(findings))
+    assert any(f.check == check.TF32_GAIN and f.ok for f in findings)
+    slower = dataclasses.replace(rtx, tf32=40_000.0)  # 0.8x: TF32 slower than float32
+    assert fails(build_run(slower), CHOOSE, check.TF32_GAIN)
+
+
+def test_tf32_row_missing_where_the_gpu_has_tf32():
+    run = build_run()
+    del results(run, CHOOSE)['dtype_gflops']['/GPU:0']['tf32']
+    assert fails(run, CHOOSE, check.TF32_GAIN)
+
+
+def test_tf32_gain_at_the_largest_common_size():
+    run = build_run()
+    rows = results(run, CHOOSE)['dtype_gflops']['/GPU:0']
+    rows['float32'] = {'1024': 17000.0, '8192': 39000.0}
+    rows['tf32'] = {'1024': 90000.0, '8192': 45000.0}
+    assert fails(run, CHOOSE, check.TF32_GAIN)
+    rows['tf32']['8192'] = 270000.0
+    assert not fails(run, CHOOSE, check.TF32_GAIN)
+
+
+@pytest.mark.parametrize('gbs', [1500.0, 3500.0])  # 45% and 104% of 3350 GB/s
 def test_bandwidth_within_the_data_sheet(gbs):
-    run = valid_run()
-    run['notebooks'][CHOOSE]['results']['bandwidth_gbs']['/GPU:0'] = gbs
-    assert fails(run, CHOOSE, 'băng thông so với data sheet')
+    run = build_run()
+    results(run, CHOOSE)['bandwidth_gbs']['/GPU:0'] = gbs
+    assert fails(run, CHOOSE, check.BANDWIDTH)
 
 
-def test_bandwidth_of_a_t4_at_70_percent_is_fine():
-    run = valid_run()
-    run['machine'].update(gpu='Tesla T4', compute_capability='7.5')
-    ch = run['notebooks'][CHOOSE]['results']
-    ch['bandwidth_gbs']['/GPU:0'] = 224.0
-    ch['gflops']['/GPU:0'] = {'1024': 3000.0, '4096': 4200.0, '8192': 4400.0}
-    ch['dtype_gflops']['/GPU:0'] = {'float32': 4400.0, 'tf32': None, 'float16': 20000.0}
-    ch['ceiling_gflops']['/GPU:0'] = 4400.0
-    ex1 = run['notebooks'][EX1]['results']
-    ex1['gflops']['TF /GPU:0'] = dict(ch['gflops']['/GPU:0'])
+def two_gpus(run: dict, second: GPU) -> None:
+    """The run on a host with a second physical GPU of model ``second``: /GPU:1 has its own
+    rows in exercise 1 and choose-a-gpu; exercise 4 and data-parallel use both, unsplit."""
+    run['machine']['gpu_count'] = 2
+    gpu1 = {'device': '/GPU:1', 'name': second.name, 'physical': 1, 'memory_limit_mb': None}
+    gpu1 |= {'compute_capability': second.compute_capability}
+    run['machine']['gpus'].append(gpu1 | {'memory_total_mb': second.memory_total_mb})
+    one = gpufixtures.ex1(second, gpufixtures.CPU16)
+    r = results(run, EX1)
+    for key in ('sizes', 'near_floor', 'floor_s', 'median_s', 'gflops'):
+        r[key]['TF /GPU:1'] = one[key]['TF /GPU:0']
+    r['devices'].append('TF /GPU:1')
+    one = gpufixtures.choose(second, gpufixtures.CPU16)
+    r = results(run, CHOOSE)
+    for key in ('bandwidth_gbs', 'gflops', 'floor_s', 'near_floor', 'dtype_gflops'):
+        r[key]['/GPU:1'] = one[key]['/GPU:0']
+    for key in ('ceiling_gflops', 'ridge_point_flop_per_byte'):
+        r[key]['/GPU:1'] = one[key]['/GPU:0']
+    n, ex4 = 6000, results(run, EX4)
+    concurrent = 1.2e-4 + 2 * n**3 / (min(H100.fp32, second.fp32) * 1e9)  # the slower GPU
+    ex4.update(split=False, speedup=ex4['median_s']['sequential'] / concurrent)
+    ex4['median_s']['concurrent'] = concurrent
+    dp = results(run, DP)
+    dp.update(split=False)
+    dp['step_time_s']['2'] = 0.6 * dp['step_time_s']['1']
+
+
+def test_a_mixed_host_is_judged_gpu_by_gpu():
+    run = build_run()
+    two_gpus(run, T4)  # GPU 0 an H100, GPU 1 a T4: its 230 GB/s is 72% of the T4's 320
+    assert results(run, EX4)['speedup'] < 0.3  # half the work on the T4
     assert not failures(run), check.table(failures(run))
+    results(run, CHOOSE)['bandwidth_gbs']['/GPU:1'] = 2900.0  # fine for an H100, not a T4
+    bad = fails(run, CHOOSE, check.BANDWIDTH)
+    assert len(bad) == 1 and '/GPU:1' in bad[0].detail and 'T4' in bad[0].detail
 
 
-def test_ceiling_at_the_dispatch_floor_with_floors():
-    run = valid_run()
-    run['notebooks'][CHOOSE]['results']['floor_s']['/GPU:0'] = 0.025  # 8192 takes 32 ms
-    assert fails(run, CHOOSE, 'trần không ở mức sàn')
-    run = valid_run()
-    run['notebooks'][EX1]['results']['floor_s']['TF /GPU:0'] = 0.025
-    assert fails(run, EX1, 'không ở mức sàn')
+def test_two_gpus_of_one_model_must_not_slow_each_other():
+    run = build_run()
+    two_gpus(run, H100)
+    assert results(run, EX4)['speedup'] > 1.9
+    assert not failures(run), check.table(failures(run))
+    for speedup in (0.5, 2.5):  # interfering; more than two GPUs can give
+        results(run, EX4)['speedup'] = speedup
+        assert fails(run, EX4, check.SPEEDUP), speedup
 
 
-def test_no_ceiling_claimed_is_not_a_failure():
-    run = valid_run()
-    run['notebooks'][CHOOSE]['results']['ceiling_gflops']['/GPU:0'] = None
-    assert not fails(run, CHOOSE, 'trần không ở mức sàn')
+@pytest.mark.parametrize(
+    'name', ['NVIDIA A100-SXM4-40GB MIG 1g.5gb', 'NVIDIA B200'], ids=['MIG', 'unknown']
+)
+def test_a_gpu_without_a_data_sheet_row_is_unchecked_not_ok(name):
+    run = build_run(dataclasses.replace(H100, name=name))
+    findings = check.check_run(run)
+    assert not check.failed(findings), check.table(check.failed(findings))
+    sheet = {check.FP32_PEAK, check.FP32_LOW, check.TF32_GAIN, check.BANDWIDTH}
+    judged = [f for f in findings if f.check in sheet]
+    assert judged and all(not f.ok and f.status == check.UNCHECKED for f in judged)
+    assert 'chưa kiểm' in check.table(findings).splitlines()[-1]
+    if 'MIG' in name:
+        assert 'MIG' in judged[0].detail
+
+
+@pytest.mark.parametrize(
+    'notebook, path, value',
+    [
+        (EX3, ('median_s', 'tf_function'), None),  # save_results writes NaN as null
+        (EX1, ('median_s', 'TF /GPU:0', '8192'), math.nan),
+        (EX2, ('median_s', 'floor'), 0.0),
+        (DP, ('step_time_s', '2'), 0.0),
+        (DP, ('model_parallel_s', 'hai thiết bị'), [1.8e-3, -1.0]),
+        (EX4, ('speedup',), math.inf),
+        (CHOOSE, ('bandwidth_gbs', '/GPU:0'), None),
+        (EX3, ('host_every_step_over_device_once',), None),
+    ],
+)
+def test_every_timing_and_rate_is_finite_and_positive(notebook, path, value):
+    run = build_run()
+    where = results(run, notebook)
+    for key in path[:-1]:
+        where = where[key]
+    where[path[-1]] = value
+    bad = fails(run, notebook, check.FINITE)
+    assert bad and path[-1] in bad[0].detail
+
+
+@pytest.mark.parametrize('value', [0.0, -1.0, None, math.nan, 'x'])
+def test_any_bad_measurement_is_named_and_nothing_crashes(value):
+    run = build_run()
+    paths = [(nb, p) for nb in run['notebooks'] for p, _ in check.measurements(results(run, nb))]
+    assert len(paths) > 100
+    for notebook, path in paths:
+        bad = copy.deepcopy(run)
+        keys = path.replace('[', '.[').split('.')
+        where = results(bad, notebook)
+        for key in keys[:-1]:
+            where = where[int(key[1:-1])] if key.startswith('[') else where[key]
+        last = keys[-1]
+        where[int(last[1:-1]) if last.startswith('[') else last] = value
+        found = fails(bad, notebook, check.FINITE)
+        if value is None and keys[0] in check.NULLABLE_KEYS:  # no ceiling: a verdict
+            assert not found, (notebook, path)
+        else:
+            assert found and path in found[0].detail, (notebook, path)
+
+
+@pytest.mark.parametrize(
+    'notebook, key, more, less',
+    [
+        (EX2, 'median_s', 'via_host', 'on_device'),
+        (EX2, 'median_s', 'on_device', 'floor'),
+        (EX3, 'median_s', 'host_every_step', 'device_once'),
+        (EX3, 'median_s', 'tf_function', 'no_logging'),
+        (EX3, 'median_s', 'device_once', 'eager_no_logging'),
+    ],
+)
+def test_more_work_is_not_faster(notebook, key, more, less):
+    run = build_run()
+    times = results(run, notebook)[key]
+    times[more] = 0.5 * times[less]
+    assert fails(run, notebook, check.ORDER)
+
+
+def test_a_data_parallel_step_is_not_faster_than_its_floor():
+    run = build_run()
+    results(run, DP)['step_time_s']['1'] = 2e-4  # floor 400 µs
+    assert fails(run, DP, check.ORDER)
+    run = build_run()
+    results(run, DP)['model_parallel_s']['một thiết bị'][0] = 3e-5  # floor 60 µs
+    assert fails(run, DP, check.ORDER)
+
+
+@pytest.mark.parametrize(
+    'notebook, key',
+    [
+        (EX2, 'restored_equal'),
+        (EX3, 'logs_equal'),
+        (EX4, 'sums_equal'),
+        (DP, 'workers_equal'),
+        (DP, 'weights_match'),
+    ],
+)
+def test_equalities_must_hold(notebook, key):
+    run = build_run()
+    results(run, notebook)[key] = False
+    assert fails(run, notebook, key)
+
+
+def test_weight_difference_below_1e_5():
+    run = build_run()
+    results(run, DP)['max_abs_weight_diff']['fit'] = 2e-5
+    assert fails(run, DP, 'max_abs_weight_diff')
+    results(run, DP)['max_abs_weight_diff']['fit'] = math.nan
+    assert fails(run, DP, 'max_abs_weight_diff')
+
+
+def test_same_compiler_on_both_sides():
+    run = build_run()
+    results(run, DP)['jit_compile'] = {'single': True, 'mirrored': False}
+    assert fails(run, DP, 'cùng jit_compile')
+
+
+@pytest.mark.parametrize('speedup', [0.7, 1.27])
+def test_split_gpu_speedup_near_one(speedup):
+    run = build_run()
+    results(run, EX4)['speedup'] = speedup
+    assert fails(run, EX4, 'tăng tốc bài 4')
+
+
+def test_split_inferred_from_the_machine():
+    run = build_run()
+    del results(run, EX4)['split']
+    results(run, EX4)['speedup'] = 1.27
+    assert fails(run, EX4, 'tăng tốc bài 4')  # one GPU, devices /GPU:0 and /GPU:1
+
+
+def test_crossover_not_at_the_floor():
+    run = build_run()
+    r = results(run, EX1)
+    assert r['crossover_in_floor_zone'] and 512 in r['near_floor']['TF /GPU:0']
+    r['crossover_n'] = 512  # the notebook's own guard regressed
+    assert fails(run, EX1, 'điểm giao')
+    r['crossover_n'] = None
+    assert not [f for f in check.check_run(run) if f.check == 'điểm giao']
+
+
+def test_missing_key_fails_only_for_the_current_version(monkeypatch):
+    run = build_run()
+    del results(run, EX4)['sums_equal']
+    bad = [f for f in failures(run) if f.notebook == EX4]
+    assert any("không có khóa 'sums_equal'" in f.detail for f in bad)
+    monkeypatch.setattr(d2lhelpers, '__version__', '9.9.9')  # read at call time
+    assert not [f for f in failures(run) if 'không có khóa' in f.detail]
+
+
+def test_a_missing_notebook_fails_a_current_run():
+    run = build_run()
+    del run['notebooks'][USE]
+    assert fails(run, USE, 'có notebook')
+
+
+def test_gpu_device_of_a_label():
+    assert check.gpu_device('TF /GPU:1') == '/GPU:1'
+    assert check.gpu_device('/job:localhost/replica:0/task:0/device:GPU:0') == '/GPU:0'
+    assert check.gpu_device('NumPy (CPU)') is None and check.gpu_device(None) is None
+
+
+def test_findings_table():
+    findings = [
+        check.Finding(EX4, 'tăng tốc bài 4', False, '1.27x'),
+        check.Finding(CHOOSE, 'băng thông so với data sheet', True, '87%'),
+        check.Finding(CHOOSE, 'TF32 nhanh hơn float32', False, 'B200', unchecked=True),
+    ]
+    text = check.table(findings)
+    assert 'HỎNG' in text and EX4 in text and text.splitlines()[0].startswith('notebook')
+    assert 'chưa kiểm' in text.splitlines()[3]
+    assert text.splitlines()[-1] == 'tổng: 3 kiểm tra: 1 đạt, 1 hỏng, 1 chưa kiểm'
+    assert check.failed(findings) == findings[:1] and check.unchecked(findings) == findings[2:]
 
 
 def test_scaling_rule_without_floors():
     flat = [(16, 6.7e-5), (512, 6.5e-5), (2048, 6.9e-5)]
-    assert 'mức sàn' in check.scaling_verdict(flat)
+    assert 'mọi điểm đều ở mức sàn' in check.scaling_verdict(flat)
     bent = [(16, 5.1e-5), (512, 7.2e-5), (1024, 8.1e-5)]  # the old choose-a-gpu: 1.58x overall
     assert 'n = 512' in check.scaling_verdict(bent)
     kernel = [(1024, 3.2e-4), (4096, 5.284e-3), (8192, 3.1966e-2)]
@@ -343,74 +681,10 @@ def test_scaling_rule_without_floors():
     assert check.scaling_verdict(cpu) is None
 
 
-def test_equalities_must_hold():
-    for notebook, key in [(EX2, 'restored_equal'), (EX3, 'logs_equal'), (EX4, 'sums_equal'),
-                          (DP, 'workers_equal'), (DP, 'weights_match')]:  # fmt: skip
-        run = valid_run()
-        run['notebooks'][notebook]['results'][key] = False
-        assert fails(run, notebook, key), key
-
-
-def test_weight_difference_below_1e_5():
-    run = valid_run()
-    run['notebooks'][DP]['results']['max_abs_weight_diff']['fit'] = 2e-5
-    assert fails(run, DP, 'max_abs_weight_diff')
-    run['notebooks'][DP]['results']['max_abs_weight_diff']['fit'] = math.nan
-    assert fails(run, DP, 'max_abs_weight_diff')
-
-
-def test_same_compiler_on_both_sides():
-    run = valid_run()
-    run['notebooks'][DP]['results']['jit_compile'] = {'single': True, 'mirrored': False}
-    assert fails(run, DP, 'cùng jit_compile')
-
-
-@pytest.mark.parametrize('speedup', [0.7, 1.27])
-def test_split_gpu_speedup_near_one(speedup):
-    run = valid_run()
-    run['notebooks'][EX4]['results']['speedup'] = speedup
-    assert fails(run, EX4, 'tăng tốc bài 4')
-
-
-def test_split_inferred_from_the_machine_and_two_real_gpus():
-    run = valid_run()
-    del run['notebooks'][EX4]['results']['split']
-    run['notebooks'][EX4]['results']['speedup'] = 1.27
-    assert fails(run, EX4, 'tăng tốc bài 4')  # one GPU, devices /GPU:0 and /GPU:1
-    run['machine']['gpu_count'] = 2
-    run['notebooks'][EX4]['results']['split'] = False
-    run['notebooks'][EX4]['results']['speedup'] = 1.9
-    assert not fails(run, EX4, 'tăng tốc bài 4')
-    run['notebooks'][EX4]['results']['speedup'] = 2.5  # more than two devices can give
-    assert fails(run, EX4, 'tăng tốc bài 4')
-
-
-def test_crossover_not_at_the_floor():
-    run = valid_run()
-    run['notebooks'][EX1]['results']['near_floor']['TF /GPU:0'] = [1024]
-    assert fails(run, EX1, 'điểm giao')
-    run['notebooks'][EX1]['results']['crossover_n'] = None
-    assert not fails(run, EX1, 'điểm giao')
-
-
-def test_missing_key_fails_only_for_the_current_version(monkeypatch):
-    run = valid_run()
-    del run['notebooks'][EX4]['results']['sums_equal']
-    bad = [f for f in failures(run) if f.notebook == EX4]
-    assert any("không có khóa 'sums_equal'" in f.detail for f in bad)
-    monkeypatch.setattr(d2lhelpers, '__version__', '9.9.9')  # read at call time
-    assert not [f for f in failures(run) if 'không có khóa' in f.detail]
-
-
-def test_findings_table():
-    text = check.table([check.Finding(EX4, 'tăng tốc bài 4', False, '1.27x')])
-    assert 'HỎNG' in text and EX4 in text and text.splitlines()[0].startswith('notebook')
-
-
-def test_valid_run_copy_is_independent():
-    a, b = valid_run(), valid_run()
-    b['notebooks'][EX1]['results']['tf32'] = True
-    assert a['notebooks'][EX1]['results']['tf32'] is False
+def test_built_runs_are_independent():
+    a, b = build_run(), build_run()
+    results(b, EX1)['tf32'] = True
+    assert results(a, EX1)['tf32'] is False
     assert copy.deepcopy(a) == a
 
 

@@ -1,0 +1,310 @@
+"""Runs (schema 1) for the gpucheck tests, built from a few physical figures of a machine so
+that every saved time and rate agree: GFLOP/s = 2n^3 / t, t = dispatch floor + work / rate.
+
+``build_run()`` is a healthy run of the current notebooks on one H100 SXM with 16 CPU cores (as
+``make gpu-check`` records it); ``build_run(gpu=None)`` the same recorder's run on a 2-core
+machine without a GPU. No TensorFlow needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpucheck import check
+
+import d2lhelpers
+
+NEAR_FLOOR = 1.5  # d2lhelpers.NEAR_FLOOR: a time <= 1.5x its floor is "at the floor"
+TIE_BAND = 1.1  # d2lhelpers.TIE_BAND: compare()'s tie band
+SIZES = [16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
+
+
+@dataclass(frozen=True)
+class GPU:
+    """A GPU as the notebooks measure it: name as TensorFlow reports it, and what it reaches
+    (GFLOP/s with TF32 off, with TF32, float16; GB/s of the 1 GiB add)."""
+
+    name: str = 'NVIDIA H100 80GB HBM3'
+    compute_capability: str = '9.0'
+    memory_total_mb: float = 81559.0
+    fp32: float = 40_000.0  # 60% of 67 TFLOP/s (the H200 measured 51% at n = 8192)
+    tf32: float | None = 280_000.0  # None: no TF32 (T4, V100): the notebook skips the row
+    fp16: float = 600_000.0
+    bandwidth: float = 2_900.0  # 87% of 3350 GB/s
+    floor: float = 6.5e-5  # one eager dispatch, in seconds
+
+
+H100 = GPU()
+T4 = GPU('Tesla T4', '7.5', 15360.0, 4_500.0, None, 25_000.0, 230.0, 7.0e-5)
+
+
+@dataclass(frozen=True)
+class CPU:
+    cores: int
+    tf: float  # GFLOP/s of TF's float32 matmul at large n
+    numpy: float
+    tf_floor: float
+    bandwidth: float
+
+
+CPU16 = CPU(16, 900.0, 1000.0, 4.8e-5, 180.0)
+CPU2 = CPU(2, 190.0, 200.0, 4.8e-5, 12.0)
+
+
+def matmul_time(n: int, floor: float, gflops: float) -> float:
+    return floor + 2 * n**3 / (gflops * 1e9)
+
+
+def matmul_rows(sizes: list[int], floor: float, gflops: float) -> tuple[dict, dict]:
+    """(median_s, gflops) of n x n matmuls, keyed by str(n) as in the saved JSON."""
+    times = {str(n): matmul_time(n, floor, gflops) for n in sizes}
+    return times, {k: 2 * int(k) ** 3 / t / 1e9 for k, t in times.items()}
+
+
+def near(times: dict[str, float], floor: float) -> list[int]:
+    return [int(n) for n, t in times.items() if t <= NEAR_FLOOR * floor]
+
+
+def mlp_params(width: int, features: int = 128) -> int:  # data-parallel's timed network
+    return features * width + width + width * width + width + width + 1
+
+
+def ex1(gpu: GPU | None, cpu: CPU) -> dict:
+    labels = {'TF /CPU:0': (cpu.tf_floor, cpu.tf), 'NumPy (CPU)': (1.7e-6, cpu.numpy)}
+    if gpu:
+        labels = {
+            'TF /CPU:0': labels['TF /CPU:0'],
+            'TF /GPU:0': (gpu.floor, gpu.fp32),
+            'NumPy (CPU)': labels['NumPy (CPU)'],
+        }
+    sizes = {lb: SIZES if 'GPU' in lb else SIZES[:8] for lb in labels}
+    rows = {lb: matmul_rows(sizes[lb], *labels[lb]) for lb in labels}
+    median = {lb: r[0] for lb, r in rows.items()}
+    floors = {lb: f for lb, (f, _) in labels.items()}
+    near_floor = {lb: near(median[lb], floors[lb]) for lb in labels}
+    cross = None  # the notebook's crossover: GPU faster than both CPUs from n on
+    for n in reversed(SIZES[:8]):
+        if not gpu or median['TF /GPU:0'][str(n)] * TIE_BAND >= min(
+            median['TF /CPU:0'][str(n)], median['NumPy (CPU)'][str(n)]
+        ):
+            break
+        cross = n
+    in_floor = cross is not None and cross in near_floor['TF /GPU:0']
+    return {
+        'sizes': sizes,
+        'devices': list(labels),
+        'tf32': False,
+        'near_floor': near_floor,
+        'crossover_n': None if in_floor else cross,
+        'crossover_in_floor_zone': in_floor,
+        'floor_s': floors,
+        'median_s': median,
+        'gflops': {lb: r[1] for lb, r in rows.items()},
+    }
+
+
+def ex2(kind: str) -> dict:
+    # 235,146 float32 parameters (~0.94 MB): via the host, two pageable copies and waits
+    times = {'via_host': 1.6e-3, 'on_device': 1.2e-4, 'floor': 6.0e-5}
+    if kind == 'CPU':
+        times = {'via_host': 4.1e-4, 'on_device': 1.5e-4, 'floor': 6.0e-5}
+    ratio = times['via_host'] / times['on_device']
+    devices = {'original': f'/{kind}:1'} | dict.fromkeys(
+        ('weights_h5', 'checkpoint', 'checkpoint_deferred'), f'/{kind}:0'
+    )
+    return {
+        'restored_equal': True,
+        'equal': {'weights_h5': True, 'checkpoint': True, 'checkpoint_deferred': True},
+        'n_params': 235146,
+        'devices': devices,
+        'near_floor': False,
+        'median_s': times,
+        'floor_s': times['floor'],
+        'host_vs_device': {
+            'ratio': ratio,
+            'low': 0.9 * ratio,
+            'high': 1.1 * ratio,
+            'kind': 'slower',
+        },
+    }
+
+
+def ex3(kind: str) -> dict:
+    times = {  # 1000 steps of a 100 x 100 matmul: dispatch-bound everywhere
+        'no_logging': 0.0395,
+        'host_every_step': 0.640,
+        'device_once': 0.421,
+        'tf_function': 0.0797,
+        'eager_no_logging': 0.060,
+    }
+    floor = 0.058
+    if kind == 'CPU':  # NOTES.md, 2 cores
+        times = {
+            'no_logging': 0.020,
+            'host_every_step': 0.396,
+            'device_once': 0.239,
+            'tf_function': 0.027,
+            'eager_no_logging': 0.200,
+        }
+        floor = 0.190
+    return {
+        'n': 100,
+        'steps': 1000,
+        'device': f'/{kind}:0',
+        'tf32': False,
+        'logs_equal': True,
+        'median_s': times,
+        'floor_s': floor,
+        'host_every_step_over_device_once': times['host_every_step'] / times['device_once'],
+        'tf_function_over_no_logging': times['tf_function'] / times['no_logging'],
+    }
+
+
+def ex4(gpu: GPU | None, cpu: CPU) -> dict:
+    kind, n = ('GPU', 6000) if gpu else ('CPU', 1200)
+    rate = gpu.fp32 if gpu else cpu.tf
+    sequential = 1.2e-4 + 4 * n**3 / (rate * 1e9)  # two matmuls on one device
+    concurrent = sequential / 0.99  # two logical devices of one chip: no gain
+    return {
+        'n': n,
+        'devices': [f'/{kind}:0', f'/{kind}:1'],
+        'split': True,
+        'tf32': False,
+        'speedup': sequential / concurrent,
+        'median_s': {'sequential': sequential, 'concurrent': concurrent},
+        'sums_equal': True,
+        'floor_s': 1.2e-4,
+    }
+
+
+def choose(gpu: GPU | None, cpu: CPU) -> dict:
+    devices = {'/CPU:0': (cpu.tf_floor, cpu.tf, SIZES[:7], 1024)}
+    if gpu:
+        devices['/GPU:0'] = (gpu.floor, gpu.fp32, SIZES, 8192)
+    rows = {d: matmul_rows(sizes, floor, rate) for d, (floor, rate, sizes, _) in devices.items()}
+    near_floor = {d: near(rows[d][0], devices[d][0]) for d in devices}
+    ceiling = {}
+    for d, (_, gflops) in rows.items():
+        clear = [g for k, g in gflops.items() if int(k) not in near_floor[d]]
+        ceiling[d] = max(clear, default=None)
+    bandwidth = {'/CPU:0': cpu.bandwidth} | ({'/GPU:0': gpu.bandwidth} if gpu else {})
+    dtypes = {}
+    for d, (floor, rate, _, n) in devices.items():
+        one = {'float32': rate, 'float16': 0.4 * rate, 'bfloat16': 0.3 * rate}
+        if d == '/GPU:0':
+            one = {'float32': gpu.fp32, 'tf32': gpu.tf32, 'float16': gpu.fp16, 'bfloat16': gpu.fp16}
+        dtypes[d] = {k: matmul_rows([n], floor, r)[1][str(n)] for k, r in one.items() if r}
+    return {
+        'bandwidth_gbs': bandwidth,
+        'gflops': {d: r[1] for d, r in rows.items()},
+        'floor_s': {d: v[0] for d, v in devices.items()},
+        'near_floor': near_floor,
+        'dtype_gflops': dtypes,
+        'ceiling_gflops': ceiling,
+        'ridge_point_flop_per_byte': {d: ceiling[d] / bandwidth[d] for d in devices},
+        'tf32': False,
+    }
+
+
+def data_parallel(gpu: GPU | None, cpu: CPU) -> dict:
+    kind = 'GPU' if gpu else 'CPU'
+    rate = gpu.fp32 if gpu else cpu.tf
+    step_width, mp_width = (6144, 4096) if gpu else (512, 512)
+    params = mlp_params(step_width)
+    step_flops = 6 * params * 512
+    one = 4.0e-4 + step_flops / (rate * 1e9)
+    forward = 6.0e-5 + 4 * 2 * 512 * mp_width**2 / (rate * 1e9)
+    losses = [0.8144, 0.3044, 0.2467, 0.2344, 0.2286]
+    return {
+        'max_abs_weight_diff': {'fit': 3.0e-6, 'custom_loop': 3.0e-6},
+        'weights_match': True,
+        'jit_compile': {'single': False, 'mirrored': False},
+        'losses': {'single': losses, 'mirrored_fit': losses, 'custom_loop': losses},
+        'workers_equal': True,
+        'split': True,
+        'devices': [f'/{kind}:0', f'/{kind}:1'],
+        'tf32': False,
+        'step_time_s': {'1': one, '2': 2.1 * one},  # one chip: the all-reduce only adds
+        'step_floor_s': {'1': 4.0e-4, '2': 1.1e-3},
+        'model_parallel_s': {
+            'một thiết bị': [forward, 6.0e-5],
+            'hai thiết bị': [1.02 * forward, 1.3e-4],
+        },
+        'gradient_bytes': 4 * params,
+        'step_flops': step_flops,
+        'memory_limit_mb': 2560,
+    }
+
+
+def use_gpu(kind: str) -> dict:
+    devices = {'x': f'/{kind}:0', 'y': f'/{kind}:1', 'sum': f'/{kind}:1'}
+    devices |= {'model_weights': f'/{kind}:0', 'model_output': f'/{kind}:0'}
+    return {'devices': devices, 'n_devices': 2, 'split': True}
+
+
+def build_run(gpu: GPU | None = H100) -> dict:
+    """A run of the current notebooks: on one ``gpu`` with 16 cores, or with ``gpu=None`` on
+    2 cores and no GPU (the notebooks' CPU branches; no GPU tests run)."""
+    cpu = CPU16 if gpu else CPU2
+    kind = 'GPU' if gpu else 'CPU'
+    results = {
+        check.USE: use_gpu(kind),
+        check.EX1: ex1(gpu, cpu),
+        check.EX2: ex2(kind),
+        check.EX3: ex3(kind),
+        check.EX4: ex4(gpu, cpu),
+        check.CHOOSE: choose(gpu, cpu),
+        check.DP: data_parallel(gpu, cpu),
+    }
+    gpus = []
+    if gpu:
+        gpus = [
+            {
+                'device': '/GPU:0',
+                'name': gpu.name,
+                'compute_capability': gpu.compute_capability,
+                'physical': 0,
+                'memory_total_mb': gpu.memory_total_mb,
+                'memory_limit_mb': None,
+            }
+        ]
+    return {
+        'schema': 1,
+        'id': f'{"h100" if gpu else "cpu"}-2026-12-05',
+        'date': '2026-12-05',
+        'commit': 'abc1234',
+        'collection_version': d2lhelpers.__version__,
+        'command': 'python -m gpucheck',
+        'machine': {
+            'gpu': gpu.name if gpu else None,
+            'gpu_count': 1 if gpu else 0,
+            'compute_capability': gpu.compute_capability if gpu else None,
+            'gpus': gpus,
+            'gpu_memory': f'{gpu.memory_total_mb:.0f} MiB' if gpu else None,
+            'driver': '580.95.05' if gpu else None,
+            'cuda_libraries': None,
+            'cpu_cores': cpu.cores,
+            'platform': 'Linux-6.8-x86_64-with-glibc2.39',
+            'python': '3.12.3',
+        },
+        'software': {
+            'tensorflow': '2.21.0',
+            'tf_cuda': '12.5.1',
+            'cudnn': '9',
+            'keras': '3.15.1',
+            'numpy': '2.4.6',
+        },
+        'gpu_tests': {'passed': 2, 'failed': 0, 'skipped': 0, 'errors': 0} if gpu else None,
+        'notes': [],
+        'notebooks': {
+            name: {
+                'status': 'ok',
+                'seconds': 20.0,
+                'parameters': {},
+                'headline': '',
+                'results': r,
+                'artefacts': {},
+            }
+            for name, r in results.items()
+        },
+    }
