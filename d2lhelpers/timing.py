@@ -51,13 +51,12 @@ def _quartiles(times: tuple[float, ...]) -> list[float]:
 @dataclass(frozen=True, repr=False)
 class BenchmarkResult:
     """Seconds per call of each timed run; ``flops``/``nbytes``: the work of one call;
-    ``number``: calls per run; ``overhead``: what the timing itself costs per call."""
+    ``number``: calls per run."""
 
     times: tuple[float, ...]
     flops: float | None = None
     label: str = ''
     number: int = 1
-    overhead: float | None = None
     nbytes: float | None = None
 
     @property
@@ -115,8 +114,8 @@ class BenchmarkResult:
     __repr__ = __str__
 
     def as_dict(self) -> dict[str, Any]:
-        names = ('label', 'median', 'iqr', 'runs', 'number', 'overhead', 'gflops', 'gbs')
-        return {k + '_s' * (k in ('median', 'iqr', 'overhead')): getattr(self, k) for k in names}
+        names = ('label', 'median', 'iqr', 'runs', 'number', 'gflops', 'gbs')
+        return {k + '_s' * (k in ('median', 'iqr')): getattr(self, k) for k in names}
 
 
 def _bounds(x: BenchmarkResult | float) -> tuple[float, float, float]:
@@ -293,16 +292,11 @@ def benchmark(
     timer.times.clear()
     for _ in range(repeats):
         timer.start()
-        timer.stop()
-    overhead = statistics.median(timer.times) / number
-    timer.times.clear()
-    for _ in range(repeats):
-        timer.start()
         for _ in range(number):
             fn()
         timer.stop()
     times = tuple(t / number for t in timer.times)
-    return BenchmarkResult(times, flops, label, number, overhead, nbytes)
+    return BenchmarkResult(times, flops, label, number, nbytes)
 
 
 def interleave(
@@ -334,8 +328,6 @@ def interleave(
             one = benchmark(fns[name], repeats=1, **options)
             times[name].extend(one.times)
     return {
-        name: BenchmarkResult(
-            tuple(times[name]), work.get(name), name, res.number, res.overhead, res.nbytes
-        )
+        name: BenchmarkResult(tuple(times[name]), work.get(name), name, res.number, res.nbytes)
         for name, res in first.items()
     }

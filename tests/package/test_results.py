@@ -72,7 +72,6 @@ def test_save_results_uses_as_dict():
         'iqr_s': 1.0,
         'runs': 2,
         'number': 2,
-        'overhead_s': None,
         'gflops': 2.0,
         'gbs': None,
     }

@@ -48,10 +48,9 @@ def clock_for(durations, start=100.0):
     return instants
 
 
-def bench_clock(overhead, durations):
-    """The clock ``benchmark(number=k)`` reads: the Timer's first start, then ``len(durations)``
-    empty runs of ``overhead`` seconds each, then the timed runs."""
-    return [0.0, *clock_for([overhead] * len(durations)), *clock_for(durations, start=500.0)]
+def bench_clock(durations):
+    """The clock ``benchmark(number=k)`` reads: the Timer's first start, then the timed runs."""
+    return [0.0, *clock_for(durations, start=500.0)]
 
 
 # --- Timer: the d2l.Timer interface, with device syncs -----------------------------------------
@@ -107,37 +106,34 @@ def test_benchmark_exact_statistics(events):
         warmup=0,
         number=1,
         flops=6e9,
-        clock=FakeClock(bench_clock(0.001, [1.0, 2.0, 3.0, 4.0, 10.0])),
+        clock=FakeClock(bench_clock([1.0, 2.0, 3.0, 4.0, 10.0])),
     )
     assert (r.runs, r.median, r.iqr, r.gflops) == (5, 3.0, 2.0, 2.0)
     assert (r.q1, r.q3, r.number) == (2.0, 4.0, 1)
-    assert r.overhead == pytest.approx(0.001)
 
 
-def test_benchmark_divides_times_and_overhead_by_number(events):
+def test_benchmark_divides_times_by_number(events):
     calls = []
     r = benchmark(
         lambda: calls.append(1),
         repeats=2,
         warmup=0,
         number=4,
-        clock=FakeClock(bench_clock(0.002, [8.0, 4.0])),
+        clock=FakeClock(bench_clock([8.0, 4.0])),
     )
     assert r.times == (2.0, 1.0) and len(calls) == 8
-    assert r.overhead == pytest.approx(0.0005)
 
 
-def test_benchmark_order_warmup_empty_runs_then_timed_runs(events):
-    clock = FakeClock(bench_clock(0.0, [1.0, 1.0]), events)
+def test_benchmark_order_warmup_then_timed_runs(events):
+    clock = FakeClock(bench_clock([1.0, 1.0]), events)
     benchmark(lambda: events.append('fn'), repeats=2, warmup=3, number=1, clock=clock)
     timed = ['sync', 'clock', 'fn', 'sync', 'clock']
-    empty = ['sync', 'clock', 'sync', 'clock']
-    assert events == ['fn'] * 3 + ['sync', 'clock'] + empty * 2 + timed * 2
+    assert events == ['fn'] * 3 + ['sync', 'clock'] + timed * 2
 
 
 def test_benchmark_without_sync_never_syncs(events):
     benchmark(
-        lambda: None, repeats=3, number=1, sync=False, clock=FakeClock(bench_clock(0, [1.0] * 3))
+        lambda: None, repeats=3, number=1, sync=False, clock=FakeClock(bench_clock([1.0] * 3))
     )
     assert events == []
 
@@ -176,7 +172,7 @@ def test_autorange_picks_the_smallest_number_reaching_min_run_time(events):
         warmup=0,
         number=None,
         min_run_time=0.01,
-        clock=FakeClock([0.0, *trials, *clock_for([0.0] * 3), *clock_for([0.02, 0.03, 0.04])]),
+        clock=FakeClock([0.0, *trials, *clock_for([0.02, 0.03, 0.04])]),
     )
     assert r.number == 10
     assert len(calls) == (1 + 2 + 5 + 10) + 3 * 10  # trials are untimed warm-ups

@@ -159,7 +159,7 @@ PLACEMENT_KEYS = ('devices', 'placed', 'placements', 'mirrored_copies')
 RATE_KEYS = ('gflops', 'dtype_gflops', 'bandwidth_gbs', 'gbs', 'speedup')
 NULLABLE_KEYS = ('ceiling_gflops', 'ridge_point_flop_per_byte')
 #: Keys ending in ``_s`` that are spreads, not durations (may be 0).
-SPREAD_KEYS = ('iqr_s', 'overhead_s')
+SPREAD_KEYS = ('iqr_s',)
 
 _GPU = re.compile(r'GPU:(\d+)')
 
