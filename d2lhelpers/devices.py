@@ -199,10 +199,11 @@ class EnvReport:
 
 
 def _smi_rows() -> list[dict[str, str]]:
-    """nvidia-smi's GPUs (index, uuid, name, memory.total in MiB), in its own (PCI) order."""
+    """nvidia-smi's GPUs (index, uuid, name, memory.total in MiB, driver_version), in its own
+    (PCI) order; [] without it. The one nvidia-smi query of the project (gpucheck.record too)."""
     if not shutil.which('nvidia-smi'):
         return []
-    query = 'index,uuid,name,memory.total'
+    query = 'index,uuid,name,memory.total,driver_version'
     try:
         out = subprocess.run(
             ['nvidia-smi', f'--query-gpu={query}', '--format=csv,noheader,nounits'],
@@ -217,7 +218,7 @@ def _smi_rows() -> list[dict[str, str]]:
         dict(zip(query.split(','), map(str.strip, ln.split(',')), strict=False))
         for ln in out.splitlines()
     ]
-    return [r for r in rows if len(r) == 4]
+    return [r for r in rows if len(r) == 5]
 
 
 def _smi_row(p: int, name: str | None, rows: list[dict[str, str]]) -> dict[str, str] | None:

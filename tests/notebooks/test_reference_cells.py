@@ -18,7 +18,7 @@ import sys
 import pytest
 from gpucheck import check, record
 from nbtools import NOTEBOOKS, code_cells, load, sanitize
-from runfixtures import CPU_RUN, batch_cpu_summary, demo_run
+from runfixtures import BATCH_CPU, CPU_RUN, GPU_RUN, batch_cpu_summary, demo_run
 
 from d2lhelpers import find_spec, reference
 from d2lhelpers.reference import load_run, reference_runs
@@ -98,3 +98,24 @@ def test_the_saved_results_hold_every_key_the_checks_require():
     for name, keys in check.REQUIRED.items():
         saved = run['notebooks'][name]['results']
         assert set(keys) <= set(saved), (name, set(keys) - set(saved))
+
+
+def test_rehearsal_record_reference_check_page(tmp_path, monkeypatch):
+    """The GPU path on CPU data, in one go: the recorded batch output -> gpucheck.record -> a run
+    file -> every notebook's reference cells -> gpucheck.check -> gpucheck.page."""
+    from gpucheck import page
+
+    runs = tmp_path / 'runs'
+    path = record.record(BATCH_CPU, CPU_RUN, out=runs, smi=[])
+    shutil.copy(reference_module._runs_dir().joinpath(f'{GPU_RUN}.json'), runs)
+    monkeypatch.setattr(reference_module, '_runs_dir', lambda: runs)
+    for nb_path, _, source, stored in CELLS:
+        assert sanitize(run_cell(nb_path, source)) == sanitize(stored)
+    run = load_run(CPU_RUN)
+    assert path.read_text('utf-8') == record.dumps(run)
+    findings = check.check_run(run)
+    bad = {f.check for f in check.failed(findings)}
+    assert bad == set(check.NO_GPU_CHECKS), check.table(findings)  # rejected: it measured no GPU
+    text = page.render(run, plots_to=tmp_path / 'plots')
+    assert text.startswith(f'# Số đo của lần chạy {CPU_RUN}: máy không có GPU')
+    assert len(list((tmp_path / 'plots').iterdir())) == text.count('](' + CPU_RUN + '/')

@@ -237,9 +237,12 @@ def data_parallel(gpu: GPU | None, cpu: CPU) -> dict:
 
 
 def use_gpu(kind: str) -> dict:
-    devices = {'x': f'/{kind}:0', 'y': f'/{kind}:1', 'sum': f'/{kind}:1'}
-    devices |= {'model_weights': f'/{kind}:0', 'model_output': f'/{kind}:0'}
-    return {'devices': devices, 'n_devices': 2, 'split': True}
+    """use-gpu's saved placements, in the shape of its save cell (see the CPU reference run)."""
+    d0, d1 = f'/{kind}:0', f'/{kind}:1'
+    placed = {'S1': d1, 'S2': d0, 'W': d1, 'X': d0, 'Y': d1, 'Y_hat': d0, 'Z': d1, 'lazy': d0}
+    copies = {'net/dense/bias': [d0, d1], 'net/dense/kernel': [d0, d1]}
+    gpus = 1 if kind == 'GPU' else 0
+    return {'devices': [d0, d1], 'mirrored_copies': copies, 'physical_gpus': gpus, 'placed': placed}
 
 
 def build_run(gpu: GPU | None = H100) -> dict:

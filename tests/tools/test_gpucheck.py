@@ -140,7 +140,7 @@ def no_gpu_rows(run: dict, notebook: str) -> None:
     elif notebook == EX2:
         r['devices']['original'] = '/CPU:0'  # one restore off the GPU is enough
     elif notebook == USE:
-        r['devices']['model_weights'] = '/CPU:0'
+        r['placed']['Y_hat'] = '/CPU:0'
     else:
         r['devices'] = ['/GPU:0', '/CPU:0']
 
@@ -161,13 +161,25 @@ def test_the_machine_must_list_a_gpu():
 
 def test_use_gpu_must_use_two_gpus():
     run = build_run()
-    results(run, USE)['devices'] = dict.fromkeys(('x', 'y', 'sum'), '/GPU:0')
+    r = results(run, USE)
+    r['devices'], r['mirrored_copies'] = ['/GPU:0', '/GPU:0'], {}
+    r['placed'] = dict.fromkeys(r['placed'], '/GPU:0')
     assert fails(run, USE, check.HAS_GPU)
-    # the other shape use-gpu may save: a list of devices and a dict of placements
-    results(run, USE).update(devices=['/GPU:0', '/GPU:1'], placed={'X': '/GPU:0', 'Y': '/GPU:1'})
+    r['placed']['Y'] = '/GPU:1'
     assert not fails(run, USE, check.HAS_GPU)
-    results(run, USE)['placed']['lazy'] = '/CPU:0'
+    r['placed']['lazy'] = '/CPU:0'
     assert 'CPU:0' in fails(run, USE, check.HAS_GPU)[0].detail
+
+
+def test_the_fixture_saves_what_the_notebooks_save():
+    """The fixture's results have the keys of the CPU reference run, which the notebooks'
+    save_results cells wrote: the checks are tested on the shape the notebooks produce."""
+    from d2lhelpers.reference import load_run
+
+    recorded, built = load_run('cpu2-2026-12-03'), build_run()
+    assert list(built) == list(recorded) and set(built['machine']) == set(recorded['machine'])
+    for name, entry in recorded['notebooks'].items():
+        assert set(built['notebooks'][name]['results']) == set(entry['results']), name
 
 
 def with_ex1_gpu_times(run: dict, times: dict[str, float]) -> None:

@@ -221,7 +221,9 @@ def test_a_downloaded_run_json_is_checked_then_recorded_under_its_id(tmp_path, c
     downloaded = tmp_path / 'run.json'
     downloaded.write_text(record.dumps(record.build_run(demo_summary(), 'run', smi=[])))
     assert gpu_check.main(['--check-run', str(downloaded)]) == 1  # no gpu tests, demo results
-    assert 'kiểm tra hỏng trong' in capsys.readouterr().out
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1].startswith('gpu-check: ') and ' hỏng, ' in out[-1]
+    assert 'kiểm thử gpu' in '\n'.join(out)  # the run has no gpu tests: rejected
     path = record.record(downloaded, 't4-2027-01-20', out=tmp_path / 'runs')
     run = json.loads(path.read_text('utf-8'))
     assert (run['id'], run['date']) == ('t4-2027-01-20', '2027-01-20')
@@ -230,3 +232,29 @@ def test_a_downloaded_run_json_is_checked_then_recorded_under_its_id(tmp_path, c
     old.write_text(json.dumps({**run, 'schema': 0}))
     with pytest.raises(record.RecordError, match='schema 0'):
         record.record(old, 'x-2027-01-21', out=tmp_path / 'runs')
+
+
+def test_one_nvidia_smi_query_feeds_env_report_and_the_recorder(tmp_path, monkeypatch):
+    from d2lhelpers.devices import _smi_rows
+
+    fake = tmp_path / 'nvidia-smi'
+    fake.write_text(
+        '#!/bin/sh\n'
+        'case "$*" in *index,uuid,name,memory.total,driver_version*)\n'
+        '  echo "0, GPU-a1, NVIDIA H100 80GB HBM3, 81559, 580.65.06";;\n'
+        '*) exit 2;;\nesac\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv('PATH', f'{tmp_path}{os.pathsep}{os.environ["PATH"]}')
+    assert _smi_rows() == [
+        {
+            'index': '0',
+            'uuid': 'GPU-a1',
+            'name': 'NVIDIA H100 80GB HBM3',
+            'memory.total': '81559',
+            'driver_version': '580.65.06',
+        }
+    ]
+    assert record.nvidia_smi() == [
+        {'driver': '580.65.06', 'name': 'NVIDIA H100 80GB HBM3', 'memory': '81559 MiB'}
+    ]

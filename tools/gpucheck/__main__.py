@@ -32,7 +32,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from . import record
-from .check import check_run, failed, table
+from .check import check_run, failed, summary, table
 from .driver import driver_gpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -202,9 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.check_run is not None:
         findings = check_run(json.loads(args.check_run.read_text(encoding='utf-8')))
         print(table(findings))
-        bad = failed(findings)
-        print(f'gpu-check: {len(bad)} kiểm tra hỏng trong {len(findings)}')
-        return 1 if bad else 0
+        print(f'gpu-check: {summary(findings)}')
+        return 1 if failed(findings) else 0
     drivers = driver_gpus()
     version, cuda_build, count, said = tf_probe()
     if not drivers and count == 0:
@@ -240,9 +239,9 @@ def main(argv: list[str] | None = None) -> int:
         problems.append(f'kiểm thử gpu: {tests}')
     took = f'{time.monotonic() - start:.0f} s'
     if problems:
-        log(f'gpu-check: HỎNG sau {took}: ' + '; '.join(problems))
+        log(f'gpu-check: HỎNG sau {took} ({summary(findings)}): ' + '; '.join(problems))
         return 1
-    log(f'gpu-check: đạt sau {took} ({len(findings)} kiểm tra, lần chạy ở {path})')
+    log(f'gpu-check: đạt sau {took} ({summary(findings)}; lần chạy ở {path})')
     return 0
 
 

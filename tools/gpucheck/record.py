@@ -32,8 +32,6 @@ import datetime
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -61,22 +59,12 @@ class RecordError(Exception):
 
 def nvidia_smi() -> list[dict[str, str]]:
     """One dict (driver, name, memory) per GPU that ``nvidia-smi`` lists; [] without it."""
-    exe = shutil.which('nvidia-smi')
-    if exe is None:
-        return []
-    query = ['--query-gpu=driver_version,name,memory.total', '--format=csv,noheader']
-    try:
-        out = subprocess.run(
-            [exe, *query], capture_output=True, text=True, timeout=30, check=True
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    rows = []
-    for line in out.splitlines():
-        parts = [p.strip() for p in line.split(',')]
-        if len(parts) == 3:
-            rows.append(dict(zip(('driver', 'name', 'memory'), parts, strict=True)))
-    return rows
+    from d2lhelpers.devices import _smi_rows
+
+    return [
+        {'driver': r['driver_version'], 'name': r['name'], 'memory': f'{r["memory.total"]} MiB'}
+        for r in _smi_rows()
+    ]
 
 
 def _collection_version() -> str:
