@@ -31,13 +31,13 @@ from .multiworker import WorkerError, WorkerResult, WorkerTimeout, run_workers, 
 from .reference import Reference, ReferenceKeyError, reference
 from .results import save_results
 from .timing import (
-    NEAR_FLOOR, TIE_BAND, BenchmarkResult, Comparison, Timer, benchmark, compare, format_seconds,
-    interleave, sync_devices,
+    NEAR_FLOOR, TIE_BAND, BenchmarkResult, Breakdown, Comparison, Timer, benchmark, compare,
+    format_seconds, interleave, sync_devices,
 )
 
 __all__ = [
-    'DATASHEETS', 'NEAR_FLOOR', 'TIE_BAND', 'BenchmarkResult', 'Comparison', 'Device', 'EnvReport',
-    'GPUInfo', 'GPUSpec', 'Reference', 'ReferenceKeyError', 'Timer', 'WorkerError',
+    'DATASHEETS', 'NEAR_FLOOR', 'TIE_BAND', 'BenchmarkResult', 'Breakdown', 'Comparison', 'Device',
+    'EnvReport', 'GPUInfo', 'GPUSpec', 'Reference', 'ReferenceKeyError', 'Timer', 'WorkerError',
     'WorkerResult', 'WorkerTimeout', 'benchmark', 'check_auto', 'check_int', 'check_int_list',
     'check_number', 'check_seconds', 'compare', 'cpu', 'device_name', 'ensure_devices',
     'env_report', 'find_spec', 'format_seconds', 'gpu', 'interleave', 'num_gpus', 'reference',

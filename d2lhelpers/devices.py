@@ -35,6 +35,11 @@ class Device(str):
     __repr__ = str.__str__
 
     @property
+    def kind(self) -> str:
+        """``'GPU'``, ``'CPU'``, ...: the device type."""
+        return self[1 : self.index(':')]
+
+    @property
     def _device_name(self) -> str:
         """The name, where d2l's TensorFlow code reads it from a ``tf.device(...)`` context."""
         return str(self)

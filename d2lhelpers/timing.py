@@ -6,10 +6,11 @@ before it stops the clock, runs untimed warm-up calls (the first call traces, al
 autotunes), puts enough calls in each timed run that the sync and the clock are small beside them
 (``number=None``), repeats, and reports the median and the IQR.
 
-Every cost sits in one of three regimes: *overhead* (the fixed cost of dispatching an op and of
-timing it: the floor), *memory bandwidth* and *compute*. Time a trivial op the same way
-(``floor = benchmark(tiny_op)``): a result with ``result.near(floor)`` measured overhead, not the
-hardware. ``compare(a, b)`` is the collection's one verdict rule: faster, slower or a tie, where a
+A measured time adds up: time ≈ fixed cost + max(memory time, compute time). The fixed cost (the
+floor: dispatching an op and timing it) is measured by timing a trivial op the same way (``floor =
+benchmark(tiny_op)``); ``result.breakdown(floor)`` says what share of the time it is and which part
+dominates, and ``result.near(floor)`` that the result measured little more than it.
+``compare(a, b)`` is the collection's one verdict rule: faster, slower or a tie, where a
 tie is a difference inside ``TIE_BAND`` or inside the measured spread (the runs' IQRs overlap).
 """
 
@@ -28,6 +29,11 @@ from .checks import check_int, check_number, check_seconds
 NEAR_FLOOR = 1.5
 #: Two timings closer than this factor are a tie, whatever their spreads.
 TIE_BAND = 1.1
+#: The parts of a measured time, as ``Breakdown`` prints them.
+FIXED, WORK = (
+    'chi phí cố định',
+    {'compute': 'tính toán', 'memory': 'băng thông bộ nhớ', None: 'công việc'},
+)
 
 
 def format_seconds(s: float) -> str:
@@ -100,6 +106,27 @@ class BenchmarkResult:
         floor_s = floor.median if isinstance(floor, BenchmarkResult) else float(floor)
         return self.median <= factor * floor_s
 
+    def breakdown(
+        self, floor: BenchmarkResult | float, work: str | None = None, *, intensity=None, ridge=None
+    ) -> Breakdown:
+        """This time as the fixed cost ``floor`` (a result or seconds) plus work. ``work``:
+        ``'compute'``, ``'memory'`` or None (not said); or given by the op's arithmetic intensity
+        against the device's ridge point (both in FLOP/byte): below it, memory."""
+        floor_s = (
+            floor.median if isinstance(floor, BenchmarkResult) else check_number('floor', floor)
+        )
+        if intensity is not None and ridge is not None:
+            work = 'memory' if intensity < ridge else 'compute'
+        if work not in WORK:
+            raise ValueError(f"tham số `work` phải là 'compute', 'memory' hoặc None: {work!r}")
+        return Breakdown(self.median, floor_s, work)
+
+    def scaled(self, factor: float) -> BenchmarkResult:
+        """The same runs with every time times ``factor`` (e.g. per byte of a larger array)."""
+        factor = check_number('factor', factor, minimum=0, strict=True)
+        times = tuple(t * factor for t in self.times)
+        return BenchmarkResult(times, self.flops, self.label, self.number, self.nbytes)
+
     def __str__(self) -> str:
         text = (
             f'{self.label + ": " if self.label else ""}{format_seconds(self.median)} ± '
@@ -116,6 +143,41 @@ class BenchmarkResult:
     def as_dict(self) -> dict[str, Any]:
         names = ('label', 'median', 'iqr', 'runs', 'number', 'gflops', 'gbs')
         return {k + '_s' * (k in ('median', 'iqr')): getattr(self, k) for k in names}
+
+
+@dataclass(frozen=True, repr=False)
+class Breakdown:
+    """A median as fixed cost plus work: ``floor_share`` of it is the floor (the same call on a
+    trivial input), the rest is work (``work``: ``'compute'``, ``'memory'`` or None). The part
+    that dominates is the larger one: no label at a threshold, the shares add up to the time."""
+
+    median_s: float
+    floor_s: float
+    work: str | None = None
+
+    @property
+    def times_floor(self) -> float:
+        return self.median_s / self.floor_s
+
+    @property
+    def floor_share(self) -> float:
+        return min(1.0, self.floor_s / self.median_s)
+
+    @property
+    def dominant(self) -> str:
+        return FIXED if self.floor_share >= 0.5 else WORK[self.work]
+
+    def __str__(self) -> str:
+        share = self.floor_share
+        return (
+            f'{self.times_floor:.2f}x mức sàn: {FIXED} {share:.0%}, {WORK[self.work]} '
+            f'{1 - share:.0%} thời gian; trội: {self.dominant}'
+        )
+
+    __repr__ = __str__
+
+    def as_dict(self) -> dict[str, Any]:
+        return {'times_floor': self.times_floor, 'floor_share': self.floor_share, 'work': self.work}
 
 
 def _bounds(x: BenchmarkResult | float) -> tuple[float, float, float]:

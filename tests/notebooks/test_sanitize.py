@@ -19,7 +19,7 @@ TEXT = SANITIZE_CFG.read_text(encoding='utf-8')
 
 
 def test_nbval_reads_every_pair():
-    assert len(PATTERNS) == len(re.findall(r'^regex:', TEXT, flags=re.MULTILINE)) == 8
+    assert len(PATTERNS) == len(re.findall(r'^regex:', TEXT, flags=re.MULTILINE)) == 10
     assert all(replace.strip() for _, replace in PATTERNS)
 
 
@@ -185,6 +185,24 @@ def test_masks_a_place_against_the_floor_but_not_its_threshold(word):
     assert sanitize(line) == '- ghi trên thiết bị: <số>x mức sàn, <kết luận> (ngưỡng ≤ 1.5x)'
     assert sanitize(line) != sanitize(line.replace('≤ 1.5x', '≤ 2x'))
     assert sanitize(f'{word} là gì') == f'{word} là gì'  # only before its threshold
+
+
+@pytest.mark.parametrize(
+    ('times_floor', 'work'), [(2.23, 'compute'), (1.55, 'memory'), (9.0, None)]
+)
+def test_masks_a_breakdown_s_verdicts_and_keeps_its_shape(times_floor, work):
+    from d2lhelpers import BenchmarkResult
+
+    b = BenchmarkResult((times_floor,)).breakdown(1.0, work)
+    line = f'n = 128: {b}'
+    assert sanitize(line) == (
+        'n = 128: <số>x mức sàn: chi phí cố định <số>%, <công việc> <số>% thời gian; '
+        'trội: <phần trội>'
+    )
+    other = BenchmarkResult((1.01,)).breakdown(1.0, 'memory')
+    assert sanitize(line) == sanitize(f'n = 128: {other}')  # another machine: same line
+    assert sanitize(line) != sanitize(f'n = 256: {b}')  # the rest is compared
+    assert sanitize(f'{line} (tham khảo)') == f'{line} (tham khảo)'
 
 
 def test_masks_the_sizes_found_at_the_floor():

@@ -72,6 +72,14 @@ def test_names_and_reprs():
     assert repr([cpu(), gpu(1)]) == '[/CPU:0, /GPU:1]' and f'{cpu()}' == '/CPU:0'
 
 
+def test_a_device_knows_its_kind():
+    assert (cpu().kind, gpu(3).kind, Device('/job:w/replica:0/task:1/device:GPU:12').kind) == (
+        'CPU',
+        'GPU',
+        'GPU',
+    )
+
+
 def test_device_normalises_long_names_and_device_specs(tf):
     assert Device('/job:localhost/replica:0/task:0/device:CPU:0') == '/CPU:0'
     assert Device(tf.DeviceSpec(device_type='GPU', device_index=2)) == '/GPU:2'

@@ -387,3 +387,55 @@ def test_interleave_alternates_the_order_of_the_rounds(events):
 def test_interleave_refuses_what_is_not_a_dict_of_functions():
     with pytest.raises(TypeError, match='`fns`'):
         interleave({'a': 5})
+
+
+# --- breakdown: a time is fixed cost plus work --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ('times_floor', 'share', 'dominant'),
+    [
+        (2.23, '45%', 'tính toán'),  # choose-a-gpu's n = 128: over 40% of it is still fixed cost
+        (1.55, '65%', 'chi phí cố định'),  # exercise 3's eager loop: mostly dispatch
+        (1.0, '100%', 'chi phí cố định'),
+        (1000.0, '0%', 'tính toán'),
+    ],
+)
+def test_breakdown_splits_a_time_into_fixed_cost_and_work(times_floor, share, dominant):
+    floor = BenchmarkResult((1e-4,) * 3)
+    result = BenchmarkResult((times_floor * 1e-4,) * 3)
+    b = result.breakdown(floor, 'compute')
+    assert b.floor_share == pytest.approx(1 / times_floor)
+    assert b.dominant == dominant
+    assert str(b) == (
+        f'{times_floor:.2f}x mức sàn: chi phí cố định {share}, tính toán '
+        f'{100 - int(share[:-1])}% thời gian; trội: {dominant}'
+    )
+
+
+def test_breakdown_never_gives_the_floor_more_than_the_whole_time():
+    b = BenchmarkResult((1e-4,)).breakdown(2e-4)  # a noisy floor above the median
+    assert b.floor_share == 1.0 and b.times_floor == 0.5 and b.dominant == 'chi phí cố định'
+
+
+def test_breakdown_work_from_intensity_and_ridge():
+    r = BenchmarkResult((1.0,))
+    assert r.breakdown(0.1, intensity=1 / 12, ridge=2.9).dominant == 'băng thông bộ nhớ'
+    assert r.breakdown(0.1, intensity=170.7, ridge=2.9).dominant == 'tính toán'
+    assert 'công việc 90% thời gian' in str(r.breakdown(0.1))  # work not said
+    assert r.breakdown(0.1, 'memory').as_dict() == {
+        'times_floor': 10.0,
+        'floor_share': 0.1,
+        'work': 'memory',
+    }
+    with pytest.raises(ValueError, match="'compute', 'memory' hoặc None"):
+        r.breakdown(0.1, 'tính toán')
+
+
+def test_scaled_multiplies_every_time_and_keeps_the_spread_relative():
+    r = BenchmarkResult((1.0, 2.0, 3.0), flops=1e9, label='a', number=4)
+    s = r.scaled(0.5)
+    assert s.times == (0.5, 1.0, 1.5) and (s.label, s.number, s.flops) == ('a', 4, 1e9)
+    assert s.spread == r.spread
+    with pytest.raises(ValueError, match='`factor`'):
+        r.scaled(0)
