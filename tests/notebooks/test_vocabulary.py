@@ -45,6 +45,31 @@ EVERYWHERE = [
     (r'bản sao \(replica', '"replica" (untranslated; "bản sao" is a copy)'),
     (r'tham số \(parameters?\)', '"thiết lập của notebook (parameters)"; "tham số" is a model\'s'),
     (r'khoảng hòa', '"dải hòa"'),
+    (r'xung nhịp tăng tốc', '"xung nhịp boost" ("tăng tốc" is a speedup)'),
+    (r'gửi(?: đi)?(?: toàn bộ| các| hết)? gradient|gửi đi và nhận về', '"truyền" for tensors'),
+    (r'gửi/nhận(?! \(send/recv\))', '"phép toán gửi/nhận (send/recv)"'),
+    (r'phép dò', '"phép đo thêm (probe)"'),
+    (r'(?<!lượt )truyền (?:xuôi|ngược)|lượt (?:xuôi|ngược)', '"lượt truyền xuôi / ngược"'),
+]
+# A term glossed at its first use in each notebook: (the term, how its first use must read).
+FIRST_USE = [
+    (r'\bhost\b', 'host (CPU và bộ nhớ chính của nó'),
+    (r'chạy khởi động', 'chạy khởi động (warm-up)'),
+    (r'dải hòa', 'dải hòa (tie band)'),
+    (r'\biqr\b', 'khoảng tứ phân vị (iqr)'),
+    (r'lượt truyền xuôi', 'lượt truyền xuôi (forward pass)'),
+    (r'lượt truyền ngược', 'lượt truyền ngược (backward pass)'),
+    (r'phép đo thêm', 'phép đo thêm (probe)'),
+]
+#: An exercise's level-2 headings, in this order (docs/glossary.md); "Bài tập" closes it with the
+#: follow-up exercises (D2L's own statement is in the introduction, under no heading).
+HEADINGS = [
+    'Cài đặt (setup)',
+    'Lời giải',
+    'Cách tìm ra đáp án',
+    'Đào sâu thêm',
+    'Tóm tắt',
+    'Bài tập',
 ]
 PROSE_ONLY = [
     (r'\bloss\b', '"hàm mất mát" / "giá trị mất mát" (`loss` only as code)'),
@@ -147,6 +172,25 @@ def notebook_problems(path: Path) -> list[str]:
     return problems_in(md, cm)
 
 
+def first_use_problems(markdown: str) -> list[str]:
+    """Glossed terms whose first use in ``markdown`` (a notebook's prose, in order) lacks it."""
+    text = norm(prose(markdown))
+    found = []
+    for term, glossed in FIRST_USE:
+        first, glossed = re.search(term, text), norm(glossed)
+        if first and not text.startswith(glossed, first.start() - glossed.index(first.group())):
+            found.append(f'first use of {first.group()!r} must read {glossed!r}')
+    return found
+
+
+def heading_problems(markdown_cells: list[str]) -> list[str]:
+    """An exercise's level-2 headings that are not the shared ones in the shared order."""
+    heads = [m for c in markdown_cells for m in re.findall(r'^## (.+)$', c, flags=re.M)]
+    if heads != [h for h in HEADINGS if h in heads]:
+        return [f'headings {heads}: use {HEADINGS} (a subset, in this order)']
+    return []
+
+
 def test_there_is_something_to_check():
     assert NOTEBOOKS and 'README.md' in DOCS
 
@@ -155,6 +199,43 @@ def test_there_is_something_to_check():
 def test_notebook_vocabulary(path):
     found = notebook_problems(ROOT / path)
     assert not found, f'{path} (see docs/glossary.md):\n' + '\n'.join(found)
+
+
+@pytest.mark.parametrize('path', NOTEBOOKS)
+def test_notebook_glosses_at_first_use_and_shared_headings(path):
+    cells = [c.source for c in nbformat.read(ROOT / path, as_version=4).cells]
+    markdown = [
+        c.source
+        for c in nbformat.read(ROOT / path, as_version=4).cells
+        if c.cell_type == 'markdown'
+    ]
+    found = first_use_problems('\n\n'.join(markdown))
+    if path.startswith('exercises/'):
+        found += heading_problems(markdown)
+    assert cells and not found, f'{path} (see docs/glossary.md):\n' + '\n'.join(found)
+
+
+@pytest.mark.parametrize(
+    'planted, fine',
+    [
+        ('Dữ liệu nằm trên host.', 'Dữ liệu nằm trên host (CPU và bộ nhớ chính của nó); host chờ.'),
+        ('Vài lần chạy khởi động.', 'Vài lần chạy khởi động (warm-up), rồi chạy khởi động lại.'),
+        ('Trong dải hòa.', 'Trong dải hòa (tie band) 1.1x; ngoài dải hòa.'),
+        ('Trung vị và IQR.', 'Trung vị và khoảng tứ phân vị (IQR); IQR nhỏ.'),
+        ('Đo lượt truyền xuôi.', 'Đo lượt truyền xuôi (forward pass), rồi lượt truyền xuôi nữa.'),
+        ('Lượt truyền ngược tốn.', 'Lượt truyền ngược (backward pass) tốn gấp đôi.'),
+        ('Một phép đo thêm.', 'Một phép đo thêm (probe): TF32 tắt.'),
+    ],
+)
+def test_a_term_without_its_gloss_at_first_use_is_found(planted, fine):
+    assert first_use_problems(planted) and not first_use_problems(fine)
+
+
+def test_headings_outside_the_list_or_out_of_order_are_found():
+    assert heading_problems(['## Lời giải', '## Tóm tắt', '## Bài tập']) == []
+    assert heading_problems(['## Bài tập', '## Lời giải'])  # the D2L statement under "Bài tập"
+    assert heading_problems(['## Lời giải', '## Bài tập', '## Đào sâu thêm'])
+    assert heading_problems(['## Cách làm'])
 
 
 @pytest.mark.parametrize('path', DOCS)
@@ -183,6 +264,12 @@ def test_document_vocabulary(path):
         'Tham số (parameters) của notebook.',
         'Đoạn code này chạy trên GPU.',
         'Trong khoảng hòa.',
+        'Xung nhịp tăng tốc (boost) của GPU.',
+        'Mỗi replica gửi toàn bộ gradient đi.',
+        'Cặp phép toán gửi/nhận giữa hai thiết bị.',
+        'Phép dò (probe) với TF32 tắt.',
+        'Đo lượt xuôi và lượt ngược.',
+        'Thời gian truyền xuôi của mô hình.',
     ],
 )
 def test_a_planted_banned_form_is_found(planted, tmp_path):
@@ -202,6 +289,9 @@ def test_a_planted_banned_form_is_found(planted, tmp_path):
         'Chiến lược phân tán (distribution strategy). Ma trận `(2,3)`; $1{,}0005^t$.',
         'Mỗi phép toán (op) tốn thời gian; mỗi replica giữ một bản sao của tham số.',
         'Thiết lập của notebook (parameters); runtime của TensorFlow; một batch dữ liệu.',
+        'Xung nhịp boost; hệ số tăng tốc 1.9x; gửi phép toán (dispatch) cho từng replica.',
+        'Cặp phép toán gửi/nhận (send/recv); truyền gradient; phép đo thêm (probe).',
+        'Lượt truyền xuôi (forward pass) và lượt truyền ngược (backward pass).',
     ],
 )
 def test_the_glossary_forms_pass(fine):
