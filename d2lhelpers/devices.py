@@ -8,13 +8,14 @@ TensorFlow is imported inside the functions, so ``import d2lhelpers`` works with
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .checks import check_int, device_name
+from .checks import check_int, check_number, device_name
 
 
 def _tf():
@@ -86,11 +87,15 @@ def try_all_gpus() -> list[Device]:
     return [gpu(i) for i in range(num_gpus())] or [cpu()]
 
 
-def ensure_devices(n: int = 1, memory_limit_mb: int = 2048) -> list[Device]:
+def ensure_devices(
+    n: int = 1, memory_limit_mb: int | None = None, *, need_bytes: float | None = None
+) -> list[Device]:
     """Give the notebook ``n`` devices of one kind, splitting a physical device when needed.
 
     With ``n`` or more GPUs: the first ``n``. With fewer: GPU 0 is split into logical GPUs of
-    ``memory_limit_mb`` each until there are ``n``. Without a GPU: the CPU is split into ``n``
+    ``memory_limit_mb`` each until there are ``n``: by default twice ``need_bytes`` (what one
+    device must hold) plus 512 MB for TensorFlow's own buffers, rounded up to 256 MB, and at least
+    1024 MB (2048 MB when nothing is said). Without a GPU: the CPU is split into ``n``
     logical CPUs. Every GPU it does not split gets memory growth (TensorFlow then takes GPU memory
     as it needs it, instead of all of it on every visible GPU). A line says so whenever it splits.
 
@@ -99,7 +104,12 @@ def ensure_devices(n: int = 1, memory_limit_mb: int = 2048) -> list[Device]:
     """
     tf = _tf()
     n = check_int('n', n)
-    memory_limit_mb = check_int('memory_limit_mb', memory_limit_mb)
+    if memory_limit_mb is None and need_bytes is not None:
+        need = check_number('need_bytes', need_bytes, minimum=0)
+        memory_limit_mb = max(1024, 256 * math.ceil((2 * need + 2**29) / 2**28))
+    memory_limit_mb = check_int(
+        'memory_limit_mb', 2048 if memory_limit_mb is None else memory_limit_mb
+    )
     gpus = tf.config.get_visible_devices('GPU')
     kind, physical = ('GPU', gpus) if gpus else ('CPU', tf.config.get_visible_devices('CPU'))
     configs = [tf.config.get_logical_device_configuration(p) for p in physical]

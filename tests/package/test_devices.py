@@ -168,11 +168,29 @@ def test_several_physical_gpus(monkeypatch):
         ({'n': True}, TypeError, '`n`'),
         ({'n': 2, 'memory_limit_mb': 0}, ValueError, '`memory_limit_mb`'),
         ({'n': 2, 'memory_limit_mb': 1.5}, TypeError, '`memory_limit_mb`'),
+        ({'n': 2, 'need_bytes': -1}, ValueError, '`need_bytes`'),
     ],
 )
 def test_ensure_devices_refuses_bad_arguments(kwargs, error, match):
     with pytest.raises(error, match=match):
         ensure_devices(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ('need_bytes', 'limit'),
+    [(0, 1024), (2**28, 1024), (864e6, 2304), (2 * 2**30, 4608)],
+)
+def test_ensure_devices_sizes_a_split_gpu_from_what_it_must_hold(
+    monkeypatch, tf, need_bytes, limit
+):
+    fake_devices(monkeypatch, gpus=1)
+    calls = []
+    monkeypatch.setattr(
+        tf.config, 'set_logical_device_configuration', lambda dev, configs: calls.append(configs)
+    )
+    ensure_devices(2, need_bytes=need_bytes)
+    assert [c.memory_limit for c in calls[0]] == [limit, limit]
+    assert limit * 2**20 >= 2 * need_bytes + 2**29 and limit % 256 == 0
 
 
 def test_ensure_devices_uses_what_exists_without_a_word(monkeypatch, capsys):
