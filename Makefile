@@ -17,6 +17,22 @@ REQS   := requirements.txt
 STAMP  := $(VENV)/.installed-gpu$(GPU)
 NB     ?= notebooks exercises
 
+# One venv per Python: `make test PYTHON=python3.10 VENV=.venv-3.10` (.ci/run does this for each
+# Python it tests). A PYTHON given on the command line must be the Python of an existing $(VENV):
+# otherwise make would quietly test the venv's own Python.
+ifeq ($(origin PYTHON),command line)
+ifneq ($(wildcard $(PY)),)
+python_version = $(or $(shell $(1) -c 'import sys; print("Python %d.%d" % sys.version_info[:2])' \
+  2>/dev/null),not a working Python)
+WANTED := $(call python_version,$(PYTHON))
+HELD   := $(call python_version,$(PY))
+ifneq ($(WANTED),$(HELD))
+$(error PYTHON=$(PYTHON) is $(WANTED) but $(VENV) holds $(HELD): give it a venv of its own \
+  (VENV=.venv-X.Y) or remove $(VENV))
+endif
+endif
+endif
+
 # The notebooks' kernel (capture_fd_output off, TF quiet: tools/nbrun/kernel.py) is found before any
 # other python3 kernel. The kernelspec carries the notebooks' environment; tests/conftest.py gives
 # it to the test processes.

@@ -19,7 +19,7 @@ TEXT = SANITIZE_CFG.read_text(encoding='utf-8')
 
 
 def test_nbval_reads_every_pair():
-    assert len(PATTERNS) == len(re.findall(r'^regex:', TEXT, flags=re.MULTILINE)) == 10
+    assert len(PATTERNS) == len(re.findall(r'^regex:', TEXT, flags=re.MULTILINE)) == 11
     assert all(replace.strip() for _, replace in PATTERNS)
 
 
@@ -221,3 +221,31 @@ def test_a_negative_duration_is_a_duration():
 def test_a_reference_line_keeps_its_verdicts():
     line = '  kind.host_vs_device: ngang nhau; chế độ tính toán, ở n = [16] (tham khảo)'
     assert sanitize(line) == line
+
+
+ENV_LINE = 'TensorFlow 2.21.0, Keras 3.15.1, NumPy 2.4.6'  # env_report()'s first line, as stored
+
+
+def test_env_report_versions_are_masked_and_nothing_else_in_the_line():
+    # requirements.txt pins an older Keras and NumPy on Python 3.10 than the stored run had
+    masked = 'TensorFlow <phiên bản>, Keras <phiên bản>, NumPy <phiên bản>'
+    older = 'TensorFlow 2.21.0, Keras 3.12.4, NumPy 2.2.6'
+    assert sanitize(ENV_LINE) == sanitize(older) == masked
+    report = f'{ENV_LINE}\nbản build có CUDA: không\nthiết bị vật lý: /CPU:0'
+    assert sanitize(report) == report.replace(ENV_LINE, masked)
+    for changed in [
+        ENV_LINE.replace('Keras', 'JAX'),  # another package
+        ENV_LINE.replace(', NumPy', '; NumPy'),
+        ENV_LINE + ' (GPU)',  # more in the line
+        'TensorFlow 2.21.0, NumPy 2.4.6, Keras 3.15.1',  # another order
+    ]:
+        assert sanitize(changed) != masked, changed
+
+
+def test_a_version_outside_the_env_report_line_is_kept():
+    reference_header = (
+        'Số đo tham khảo (dữ liệu lưu sẵn, không phải lần chạy này): NVIDIA H200 × 1, '
+        'ngày 2026-11-30, TensorFlow 2.21.0, notebook phiên bản 0.2.0 (commit fa73af3)'
+    )
+    for text in [reference_header, f'  {ENV_LINE}', f'{ENV_LINE} (tham khảo)']:
+        assert sanitize(text) == text
