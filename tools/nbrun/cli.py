@@ -8,7 +8,7 @@ With no paths it runs ``notebooks/`` and ``exercises/``. Each notebook runs in i
 (papermill, with the notebook's folder as working directory, as under nbval, and the kernel of
 ``nbrun.kernel``), one after the other. A notebook that fails or passes ``--timeout``
 (its kernel and every process it started are killed, even one stuck in native code) does not
-stop the others. A cell tagged ``raises-exception`` teaches an error: its error is no failure.
+stop the others. An error in any cell fails its notebook.
 
 ``-p NAME VALUE`` (VALUE read as YAML: ``-p sizes "[64, 128]"``) goes to every notebook that
 declares NAME in its ``parameters`` cell; a NAME that no notebook of the run declares is an

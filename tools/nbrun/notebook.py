@@ -3,8 +3,6 @@
 - ``declared_parameters(nb)``: the parameters papermill reads in the ``parameters`` cell (names and
   default values), and ``unreadable_parameters(nb)``: names assigned there that papermill's parser
   cannot read (a comment holding ``=`` on the line, see ``shared/NOTES.md``);
-- ``allows_error(cell)`` and ``for_papermill(nb)``: a cell that teaches an error carries
-  nbclient's (and nbval's) ``raises-exception`` tag (``nbval-raises-exception`` is turned into it);
 - ``canonical(nb)``: the committed form (no papermill/timing metadata, execution counts 1..N);
 - ``refreshed(source, executed)``: the committed notebook with the outputs of a run, in that form;
 - ``write_notebook(nb, path)``: ``nb`` written with ``nbrun.atomic.atomic_write``;
@@ -28,8 +26,6 @@ from .atomic import atomic_write
 __all__ = [
     'declared_parameters',
     'unreadable_parameters',
-    'allows_error',
-    'for_papermill',
     'added_by_papermill',
     'canonical',
     'refreshed',
@@ -41,8 +37,6 @@ __all__ = [
 _VOLATILE_CELL_META = ('execution', 'papermill', 'collapsed', 'scrolled', 'ExecuteTime')
 # Cells that papermill inserts: the injected parameters, and the error banners of a failed run.
 _PAPERMILL_TAGS = ('injected-parameters', 'papermill-error-cell-tag')
-RAISES_TAG = 'raises-exception'
-_RAISES_TAGS = (RAISES_TAG, 'nbval-raises-exception')
 
 
 def tags(cell: nbformat.NotebookNode) -> list[str]:
@@ -101,20 +95,6 @@ def unreadable_parameters(nb: nbformat.NotebookNode) -> list[str]:
     ]
     read = declared_parameters(nb)
     return [name for name in dict.fromkeys(assigned) if name not in read]
-
-
-def allows_error(cell: nbformat.NotebookNode) -> bool:
-    """True for a cell that teaches an error (tag ``raises-exception``)."""
-    return cell.get('cell_type') == 'code' and any(t in tags(cell) for t in _RAISES_TAGS)
-
-
-def for_papermill(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy in which every cell that teaches an error carries nbclient's ``raises-exception``."""
-    nb = copy.deepcopy(nb)
-    for cell in nb.cells:
-        if allows_error(cell) and RAISES_TAG not in tags(cell):
-            cell.metadata['tags'] = [*tags(cell), RAISES_TAG]
-    return nb
 
 
 def added_by_papermill(cell: nbformat.NotebookNode) -> bool:

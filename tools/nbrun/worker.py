@@ -7,10 +7,9 @@ It executes ``NB`` with ``papermill.execute_notebook`` (kernel ``python3``, whic
 JUPYTER_PATH points at the project's kernelspec) in ``FOLDER``, with two nbclient hooks that
 papermill passes through: ``on_cell_start`` writes the cell being run to PROGRESS (so a timeout
 or an interrupt can say where the notebook was), ``on_cell_error`` records the first error of a
-cell that does not teach one (tag ``raises-exception``; ``SystemExit`` with status 0 ends a
-notebook cleanly, as papermill says). papermill also raises ``PapermillExecutionError`` for the
-error a cell teaches: the hook decides, and papermill's error banner is dropped when it names
-such a cell.
+cell (``SystemExit`` with status 0 ends a notebook cleanly, as papermill says). A notebook has no
+cell whose error is expected: any error is a failure, and papermill's error banner stays at the top
+of the executed notebook (``canonical`` drops it on a refresh).
 
 The executed notebook goes to OUTPUT (atomically), then STATUS gets, as JSON: ``status``
 (``ok`` or ``failed``), ``error`` (``cell``, ``cell_id``, ``ename``, ``evalue``),
@@ -30,12 +29,9 @@ from typing import Any
 import nbformat
 import papermill
 from jupyter_client.manager import AsyncKernelManager
-from papermill.exceptions import PapermillExecutionError
 
 from .atomic import atomic_write
-from .notebook import allows_error, for_papermill, one_line, tags, write_notebook
-
-_BANNER_TAG = 'papermill-error-cell-tag'
+from .notebook import one_line, write_notebook
 
 
 class IPCKernelManager(AsyncKernelManager):
@@ -72,7 +68,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Execute the notebook; return what STATUS gets."""
     source = nbformat.read(args.source, as_version=4)
     index = {c.get('id'): i for i, c in enumerate(source.cells)}
-    nb = for_papermill(source)
     where: dict[str, Any] = {'cell': None, 'cell_id': None}
     failure: dict[str, Any] = {}
 
@@ -82,7 +77,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     def on_cell_error(cell: nbformat.NotebookNode, cell_index: int, execute_reply: dict) -> None:
         content = execute_reply.get('content', {})
-        if failure or allows_error(cell) or _clean_exit(content):
+        if failure or _clean_exit(content):
             return
         failure.update(
             cell=index.get(cell.get('id')),
@@ -92,10 +87,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
 
     info: dict[str, Any] = {'status': 'ok', 'error': None, 'output': False}
-    blamed = None  # the cell papermill's error banner names
     try:
         papermill.execute_notebook(
-            nb,
+            source,
             args.scratch,
             parameters=json.loads(args.parameters),
             kernel_name='python3',
@@ -106,9 +100,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             on_cell_start=on_cell_start,
             on_cell_error=on_cell_error,
         )
-    except PapermillExecutionError as err:
-        blamed = err.cell_index
-    except Exception as err:  # noqa: BLE001 - the kernel died, would not start, ...
+    except Exception as err:  # a cell failed (then `failure` says which), the kernel died, ...
         info.update(
             status='failed', error={**where, 'ename': type(err).__name__, 'evalue': one_line(err)}
         )
@@ -117,15 +109,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     if Path(args.scratch).exists():
         executed = nbformat.read(args.scratch, as_version=4)
-        plain = [c for c in executed.cells if _BANNER_TAG not in tags(c)]
-        keep_banner = (
-            failure
-            and blamed is not None
-            and blamed < len(plain)
-            and plain[blamed].get('id') == failure['cell_id']
-        )
-        if not keep_banner:
-            executed.cells = plain
         info['kernel_seconds'] = executed.metadata.get('papermill', {}).get('duration')
         write_notebook(executed, args.output)
         info['output'] = True
