@@ -1,8 +1,7 @@
 """What the batch runner and the notebook tests need to know about a notebook (TensorFlow-free).
 
 - ``declared_parameters(nb)``: the parameters papermill reads in the ``parameters`` cell (names and
-  default values), and ``unreadable_parameters(nb)``: names assigned there that papermill's parser
-  cannot read (a comment holding ``=`` on the line, see ``shared/NOTES.md``);
+  default values);
 - ``canonical(nb)``: the committed form (no papermill/timing metadata, execution counts 1..N);
 - ``refreshed(source, executed)``: the committed notebook with the outputs of a run, in that form;
 - ``write_notebook(nb, path)``: ``nb`` written with ``nbrun.atomic.atomic_write``;
@@ -25,7 +24,6 @@ from .atomic import atomic_write
 
 __all__ = [
     'declared_parameters',
-    'unreadable_parameters',
     'added_by_papermill',
     'canonical',
     'refreshed',
@@ -65,36 +63,6 @@ def declared_parameters(nb: nbformat.NotebookNode) -> dict[str, Any]:
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             params[p.name] = p.default
     return params
-
-
-def unreadable_parameters(nb: nbformat.NotebookNode) -> list[str]:
-    """Names assigned in the ``parameters`` cell that papermill's reading misses.
-
-    papermill skips a line with more than one ``=`` (``n = 2  # (>= 2)``): such a name is
-    still a parameter to Python, but not to ``papermill --help-notebook``.
-    """
-    cell = _parameters_cell(nb)
-    if cell is None:
-        return []
-    source = '\n'.join('' if re.match(r'\s*[%!]', ln) else ln for ln in cell.source.splitlines())
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    assigned = [
-        t.id
-        for node in tree.body
-        for t in (
-            node.targets
-            if isinstance(node, ast.Assign)
-            else [node.target]
-            if isinstance(node, ast.AnnAssign)
-            else []
-        )
-        if isinstance(t, ast.Name)
-    ]
-    read = declared_parameters(nb)
-    return [name for name in dict.fromkeys(assigned) if name not in read]
 
 
 def added_by_papermill(cell: nbformat.NotebookNode) -> bool:

@@ -25,7 +25,7 @@ from typing import Any
 import nbformat
 import yaml
 
-from .notebook import declared_parameters, one_line, unreadable_parameters
+from .notebook import declared_parameters, one_line
 
 __all__ = ['DEFAULT_DIRS', 'Job', 'UsageError', 'collect', 'read_parameters', 'plan', 'slots']
 
@@ -162,7 +162,7 @@ def plan(
     that notebook.
     """
     common, per_notebook = dict(common or {}), dict(per_notebook or {})
-    jobs, declared, unreadable = [], {}, {}
+    jobs, declared = [], {}
     for path, slot in zip(notebooks, slots(notebooks), strict=True):
         name = display_name(path)
         try:
@@ -171,7 +171,6 @@ def plan(
             declared[name] = declared_parameters(nb)
         except Exception as err:  # noqa: BLE001 - any unreadable notebook is a usage error
             raise UsageError(f'cannot read {name}: {one_line(err)}') from err
-        unreadable[name] = unreadable_parameters(nb)
         jobs.append(
             Job(
                 source=path,
@@ -193,27 +192,15 @@ def plan(
             )
         for k, v in params.items():
             if k not in declared[job.name]:
-                hint = (
-                    ' (papermill cannot read its line: a comment with "=" on it?)'
-                    if k in unreadable[job.name]
-                    else ''
-                )
                 raise UsageError(
-                    f'{job.name} does not declare a parameter `{k}`{hint} '
+                    f'{job.name} does not declare a parameter `{k}` '
                     f'(it declares: {", ".join(declared[job.name]) or "none"})'
                 )
             job.parameters[k] = v
     unknown = sorted(set(common) - used)
     if unknown:
-        missed = [j.name for j in jobs if set(unknown) & set(unreadable[j.name])]
-        hint = (
-            f' ({", ".join(missed)} assign(s) it on a line papermill cannot read: '
-            'a comment with "=" on it?)'
-            if missed
-            else ''
-        )
         raise UsageError(
             f'no notebook of this run declares the parameter(s) '
-            f'{", ".join(f"`{u}`" for u in unknown)}{hint}'
+            f'{", ".join(f"`{u}`" for u in unknown)}'
         )
     return jobs
