@@ -78,8 +78,10 @@ def main() -> int:
     )
     args = ap.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix='batch-bench-') as tmp:
-        tmp = Path(tmp)
+    # below the current folder, as the runner wants every notebook (build/ is not committed)
+    Path('build').mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix='batch-bench-', dir='build') as tmp:
+        tmp = Path(tmp).resolve()
         paths = args.paths or make_notebooks(tmp, args.count, args.work)
         out = tmp / 'out'
         cmd = [sys.executable, '-m', 'nbrun', *paths, '--out', str(out)]

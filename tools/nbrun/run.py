@@ -7,10 +7,10 @@ notebooks measure time, so none may run beside another), every ending accounted 
 - Each runs in its own worker (``worker.py``), in a new session, with the project's kernel (a
   kernelspec made from ``nbrun.kernel`` in a private folder put first on JUPYTER_PATH, and
   ``QUIET_ENV``), with ``tools/`` on PYTHONPATH whatever the notebook's folder. The worker's
-  status, progress, results and papermill's own output file live in that private folder
-  (``tempfile.mkdtemp``, removed at the end), and so does its log until it ends; only complete
-  files reach ``--out``, each written atomically, so two batches that share ``--out`` never see
-  half a file of the other or delete one of its files.
+  status, progress, results, its kernel's sockets and papermill's own output file live in that
+  private folder (``tempfile.mkdtemp``, removed in every ending). Under ``--out`` go its log
+  (written as it runs) and the executed notebook (written atomically once it ends); the executed
+  notebook of an earlier run is removed first, so a notebook that ends without one has none.
 - A notebook past ``timeout`` is ``timeout``; when it ends, however it ends, its worker, kernel
   and every process they started are killed (``processes.kill_run``).
 - ``request_stop(reason)`` (safe in a signal handler: it only sets an attribute) stops the batch
@@ -37,7 +37,6 @@ from typing import Any
 
 import nbformat
 
-from .atomic import atomic_write
 from .kernel import QUIET_ENV, install_kernelspec
 from .notebook import one_line, refreshed, write_notebook
 from .plan import Job
@@ -56,7 +55,6 @@ class _Files:
 
     output: Path
     log: Path
-    worker_log: Path  # the log while the notebook runs; copied to `log` at its end
     scratch: Path
     status: Path
     progress: Path
@@ -154,11 +152,12 @@ class Batch:
         token = new_token()
         self.echo(f'{"":>{len(_bar(0, len(self.jobs))) + 1}}start   {job.name}')
         files.output.parent.mkdir(parents=True, exist_ok=True)
+        files.output.unlink(missing_ok=True)  # an earlier run's
         files.log.parent.mkdir(parents=True, exist_ok=True)
-        start, started_at = time.perf_counter(), time.time()
+        start = time.perf_counter()
         entry = _entry(job)
         ending = None  # 'timeout', 'interrupted', or None: the worker ended by itself
-        with open(files.worker_log, 'wb') as log:
+        with open(files.log, 'wb') as log:
             popen = subprocess.Popen(
                 command,
                 env={**env, TOKEN_VAR: token},
@@ -181,7 +180,6 @@ class Batch:
             raise
         finally:  # also a kernel or a child left behind by a normal end
             kill_run(popen, token)
-            atomic_write(files.log, files.worker_log.read_bytes())
             entry.seconds = round(time.perf_counter() - start, 2)
             entry.log = files.log.relative_to(self.out).as_posix()
             if ending is not None:
@@ -203,14 +201,12 @@ class Batch:
                 entry.headline = _headline(files.output)
         elif ending is None:
             entry.status = 'failed'
-            lines = files.worker_log.read_text(errors='replace').strip().splitlines()
+            lines = files.log.read_text(errors='replace').strip().splitlines()
             entry.error = _error(
                 _read_json(files.progress),
                 'WorkerDied',
                 one_line(lines[-1]) if lines else f'exit status {popen.returncode}',
             )
-        if entry.output is None:
-            _remove_if_older(files.output, started_at)  # left by an earlier run
         if entry.status == 'ok' and job.wants_results and files.results.exists():
             try:
                 entry.results = json.loads(files.results.read_text(encoding='utf-8'))
@@ -261,9 +257,8 @@ def _entry(job: Job) -> Entry:
 
 def _files(out: Path, private: Path, job: Job, n: int) -> _Files:
     return _Files(
-        output=out / f'{job.slot}.ipynb',
-        log=out / 'logs' / f'{job.slot}.log',
-        worker_log=private / f'{n}.log',
+        output=out / job.name,
+        log=out / 'logs' / Path(job.name).with_suffix('.log'),
         scratch=private / f'{n}.executed.ipynb',
         status=private / f'{n}.status.json',
         progress=private / f'{n}.progress.json',
@@ -305,15 +300,6 @@ def _error(where: dict[str, Any] | None, ename: str, evalue: str) -> dict[str, A
         'ename': ename,
         'evalue': evalue,
     }
-
-
-def _remove_if_older(path: Path, than: float) -> None:
-    """Remove ``path`` if it was last written before ``than`` (not by a batch running now)."""
-    try:
-        if path.stat().st_mtime < than:
-            path.unlink()
-    except FileNotFoundError:
-        pass
 
 
 def _read_json(path: Path) -> Any:
