@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import nbformat
-from nbrun.kernel import available_cores
+from nbrun.summary import machine
 
 TARGET = 1.10
 
@@ -98,7 +98,7 @@ def main() -> int:
 
         print(
             f'load average (1 min): {load:.2f} before, {os.getloadavg()[0]:.2f} after; '
-            f'{available_cores()} cores'
+            f'{machine()["cores"]} cores'
         )
         print(f'{"notebook":40} {"status":8} {"runner":>9} {"kernel":>9} {"cells":>9} {"added":>8}')
         kernel_sum = cells_sum = runner_sum = 0.0

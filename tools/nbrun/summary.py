@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import atomic_write
-from .kernel import QUIET_ENV, available_cores
+from .kernel import QUIET_ENV
 
 __all__ = ['Entry', 'machine', 'environment', 'load_average', 'make_summary', 'write_summary']
 
@@ -50,11 +50,13 @@ class Entry:
 
 
 def machine() -> dict[str, Any]:
-    """What the runner knows without TensorFlow: OS, Python, cores."""
+    """What the runner knows without TensorFlow: OS, Python, and the cores this process may use
+    (its CPU affinity on Linux, all cores elsewhere)."""
+    affinity = getattr(os, 'sched_getaffinity', None)
     return {
         'platform': platform.platform(),
         'python': platform.python_version(),
-        'cores': available_cores(),
+        'cores': len(affinity(0)) if affinity else os.cpu_count() or 1,
     }
 
 
