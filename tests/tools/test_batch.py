@@ -102,7 +102,7 @@ def test_one_batch_with_every_kind_of_notebook(tmp_path):
     assert not (tmp_path / 'sub' / 'build').exists()
     # the progress: one line per notebook with the overall bar, the failures named at the end
     assert '7/7' in run.stdout and '[####################]' in run.stdout
-    assert 'failed: ok.ipynb (cell 2): ValueError: tham số `sizes`' in run.stdout
+    assert 'failed: ok.ipynb: ValueError (ô 2): tham số `sizes`' in run.stdout
 
 
 def test_timeout_kills_a_kernel_stuck_in_native_code(tmp_path):

@@ -224,16 +224,14 @@ def main(argv: list[str] | None = None) -> int:
             except KeyboardInterrupt:
                 print('report not written (interrupted)', file=sys.stderr)
                 return 128 + (signals.received or signal.SIGINT)
-    entries = summary['notebooks']
-    bad = [e for e in entries if e['status'] != 'ok']
+    entries = batch.entries()
+    bad = [e for e in entries if e.status != 'ok']
     print(
         f'{len(entries) - len(bad)}/{len(entries)} ok in {summary["wall_seconds"]:.1f} s; '
         f'summary: {_display(summary_path)}'
     )
     for e in bad:
-        err = e['error'] or {}
-        cell = f' (cell {err["cell"]})' if err.get('cell') is not None else ''
-        print(f'  {e["status"]}: {e["notebook"]}{cell}: {err.get("ename")}: {err.get("evalue")}')
+        print(f'  {e.status}: {e.notebook}' + (f': {e.error}' if e.error else ''))
     return 1 if bad else 0
 
 

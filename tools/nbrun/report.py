@@ -29,6 +29,7 @@ import nbformat
 
 from .atomic import atomic_write
 from .notebook import tags
+from .summary import ErrorInfo
 
 __all__ = ['FIGURE_TAG', 'HEADLINE_TAG', 'Marked', 'marked_outputs', 'write_report']
 
@@ -119,11 +120,7 @@ def _params(entry: dict[str, Any]) -> str:
 
 
 def _error(entry: dict[str, Any]) -> str:
-    err = entry.get('error')
-    if not err:
-        return ''
-    where = f' (ô {err["cell"]})' if err.get('cell') is not None else ''
-    return f'{err.get("ename")}{where}: {err.get("evalue")}'
+    return str(ErrorInfo(**entry['error'])) if entry.get('error') else ''
 
 
 _ENDINGS = {'finished': 'chạy hết', 'runner error': 'trình chạy bị lỗi'}

@@ -42,7 +42,7 @@ from .notebook import one_line, refreshed, write_notebook
 from .plan import Job
 from .processes import TOKEN_VAR, kill_run, new_token
 from .report import marked_outputs
-from .summary import Entry
+from .summary import Entry, ErrorInfo
 
 __all__ = ['Batch']
 
@@ -184,17 +184,18 @@ class Batch:
             entry.log = files.log.relative_to(self.out).as_posix()
             if ending is not None:
                 entry.status = ending
-                entry.error = _error(
-                    _read_json(files.progress),
-                    ending.capitalize(),
-                    f'killed after {self.timeout:g} s (--timeout)'
+                entry.error = ErrorInfo(
+                    **_read_json(files.progress) or {},
+                    ename=ending.capitalize(),
+                    evalue=f'killed after {self.timeout:g} s (--timeout)'
                     if ending == 'timeout'
                     else f'the batch was stopped ({self.stop_reason}) while it ran',
                 )
                 self._entries[job.name] = entry  # a crash still reports it
         info = _read_json(files.status) if ending is None else None
         if info is not None:
-            entry.status, entry.error = info['status'], info.get('error')
+            entry.status = info['status']
+            entry.error = info['error'] and ErrorInfo(**info['error'])
             entry.kernel_seconds = info.get('kernel_seconds')
             if info.get('output'):
                 entry.output = files.output.relative_to(self.out).as_posix()
@@ -202,10 +203,10 @@ class Batch:
         elif ending is None:
             entry.status = 'failed'
             lines = files.log.read_text(errors='replace').strip().splitlines()
-            entry.error = _error(
-                _read_json(files.progress),
-                'WorkerDied',
-                one_line(lines[-1]) if lines else f'exit status {popen.returncode}',
+            entry.error = ErrorInfo(
+                **_read_json(files.progress) or {},
+                ename='WorkerDied',
+                evalue=one_line(lines[-1]) if lines else f'exit status {popen.returncode}',
             )
         if entry.status == 'ok' and job.wants_results and files.results.exists():
             try:
@@ -236,12 +237,8 @@ class Batch:
                 entry.note = f'not refreshed: {one_line(err)}'
 
     def _print_done(self, done: int, entry: Entry) -> None:
-        why = ''
-        if entry.error:
-            err = entry.error
-            cell = f' in cell {err["cell"]}' if err.get('cell') is not None else ''
-            why = f'  {err["ename"]}{cell}: {err["evalue"]}'
-            why = why if len(why) <= 200 else why[:199] + '…'
+        why = f'  {entry.error}' if entry.error else ''
+        why = why if len(why) <= 200 else why[:199] + '…'
         self.echo(
             f'{_bar(done, len(self.jobs))} {entry.status:11} {entry.seconds or 0:7.1f} s  '
             f'{entry.notebook}{why}'
@@ -290,16 +287,6 @@ def _say(line: str) -> None:
 def _bar(done: int, total: int, width: int = 20) -> str:
     filled = width * done // max(total, 1)
     return f'[{"#" * filled}{"." * (width - filled)}] {done}/{total}'
-
-
-def _error(where: dict[str, Any] | None, ename: str, evalue: str) -> dict[str, Any]:
-    where = where or {}
-    return {
-        'cell': where.get('cell'),
-        'cell_id': where.get('cell_id'),
-        'ename': ename,
-        'evalue': evalue,
-    }
 
 
 def _read_json(path: Path) -> Any:

@@ -12,8 +12,8 @@ cell whose error is expected: any error is a failure, and papermill's error bann
 of the executed notebook (``canonical`` drops it on a refresh).
 
 The executed notebook goes to OUTPUT (atomically), then STATUS gets, as JSON: ``status``
-(``ok`` or ``failed``), ``error`` (``cell``, ``cell_id``, ``ename``, ``evalue``),
-``kernel_seconds`` and ``output`` (whether OUTPUT was written).
+(``ok`` or ``failed``), ``error`` (a ``summary.ErrorInfo``), ``kernel_seconds`` and ``output``
+(whether OUTPUT was written).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import json
 import shutil
 import sys
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from jupyter_client.manager import AsyncKernelManager
 
 from .atomic import atomic_write
 from .notebook import one_line, write_notebook
+from .summary import ErrorInfo
 
 
 class IPCKernelManager(AsyncKernelManager):
@@ -69,7 +71,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     source = nbformat.read(args.source, as_version=4)
     index = {c.get('id'): i for i, c in enumerate(source.cells)}
     where: dict[str, Any] = {'cell': None, 'cell_id': None}
-    failure: dict[str, Any] = {}
+    errors: list[ErrorInfo] = []  # of the cells, in order (papermill stops at the first)
 
     def on_cell_start(cell: nbformat.NotebookNode, cell_index: int) -> None:
         where.update(cell=index.get(cell.get('id')), cell_id=cell.get('id'))
@@ -77,16 +79,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     def on_cell_error(cell: nbformat.NotebookNode, cell_index: int, execute_reply: dict) -> None:
         content = execute_reply.get('content', {})
-        if failure or _clean_exit(content):
-            return
-        failure.update(
-            cell=index.get(cell.get('id')),
-            cell_id=cell.get('id'),
-            ename=content.get('ename', ''),
-            evalue=one_line(content.get('evalue', '')),
-        )
+        if not _clean_exit(content):
+            errors.append(
+                ErrorInfo(
+                    cell=index.get(cell.get('id')),
+                    cell_id=cell.get('id'),
+                    ename=content.get('ename', ''),
+                    evalue=one_line(content.get('evalue', '')),
+                )
+            )
 
-    info: dict[str, Any] = {'status': 'ok', 'error': None, 'output': False}
+    crash = None
     try:
         papermill.execute_notebook(
             source,
@@ -100,12 +103,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             on_cell_start=on_cell_start,
             on_cell_error=on_cell_error,
         )
-    except Exception as err:  # a cell failed (then `failure` says which), the kernel died, ...
-        info.update(
-            status='failed', error={**where, 'ename': type(err).__name__, 'evalue': one_line(err)}
-        )
-    if failure:
-        info.update(status='failed', error=failure)
+    except Exception as err:  # a cell failed (then `errors` says which), the kernel died, ...
+        crash = ErrorInfo(**where, ename=type(err).__name__, evalue=one_line(err))
+    error = errors[0] if errors else crash
+    info: dict[str, Any] = {
+        'status': 'failed' if error else 'ok',
+        'error': error and asdict(error),
+        'output': False,
+    }
 
     if Path(args.scratch).exists():
         executed = nbformat.read(args.scratch, as_version=4)
@@ -124,20 +129,12 @@ def main(argv: list[str] | None = None) -> int:
     IPCKernelManager.socket_dir = sockets
     try:
         info = run(args)
-    except Exception as err:  # noqa: BLE001 - reported to the runner, with the traceback in the log
+    except Exception as err:  # reported to the runner, with the traceback in the log
         import traceback
 
         traceback.print_exc()
-        info = {
-            'status': 'failed',
-            'error': {
-                'cell': None,
-                'cell_id': None,
-                'ename': type(err).__name__,
-                'evalue': one_line(err),
-            },
-            'output': False,
-        }
+        error = ErrorInfo(ename=type(err).__name__, evalue=one_line(err))
+        info = {'status': 'failed', 'error': asdict(error), 'output': False}
     finally:
         if not args.sockets:
             shutil.rmtree(sockets, ignore_errors=True)
