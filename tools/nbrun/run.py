@@ -6,7 +6,8 @@ notebooks measure time, so none may run beside another), every ending accounted 
 
 - Each runs in its own worker (``worker.py``), in a new session, with the project's kernel (a
   kernelspec made from ``nbrun.kernel`` in a private folder put first on JUPYTER_PATH, and
-  ``QUIET_ENV``), with ``tools/`` on PYTHONPATH whatever the notebook's folder. The worker's
+  ``QUIET_ENV``). The worker inherits the runner's PYTHONPATH and working folder, so it finds
+  ``nbrun`` as the runner did (the Makefile puts ``tools/`` on PYTHONPATH). The worker's
   status, progress, results, its kernel's sockets and papermill's own output file live in that
   private folder (``tempfile.mkdtemp``, removed in every ending). Under ``--out`` go its log
   (written as it runs) and the executed notebook (written atomically once it ends); the executed
@@ -123,13 +124,10 @@ class Batch:
             str(private / 'share' / 'jupyter'),
             *filter(None, os.environ.get('JUPYTER_PATH', '').split(os.pathsep)),
         ]
-        tools = str(Path(__file__).resolve().parents[1])  # so `python -m nbrun.worker` is found
-        python_path = [tools, *filter(None, os.environ.get('PYTHONPATH', '').split(os.pathsep))]
         return {
             **os.environ,
             **QUIET_ENV,
             'JUPYTER_PATH': os.pathsep.join(jupyter_path),
-            'PYTHONPATH': os.pathsep.join(python_path),
             'PYTHONUNBUFFERED': '1',
         }
 
