@@ -148,7 +148,7 @@ def plan(
             raw = path.read_bytes()
             nb = nbformat.reads(raw.decode('utf-8'), as_version=4)
             declared[name] = declared_parameters(nb)
-        except Exception as err:  # noqa: BLE001 - any unreadable notebook is a usage error
+        except Exception as err:  # any unreadable notebook is a usage error
             raise UsageError(f'cannot read {name}: {one_line(err)}') from err
         jobs.append(
             Job(

@@ -56,9 +56,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         ap.add_argument(f'--{name}', required=True)
     ap.add_argument('--parameters', default='{}', help='JSON mapping NAME: VALUE')
     ap.add_argument(
-        '--sockets', help="folder for the kernel's sockets, removed by the caller (default: a "
-        'temporary folder this process removes; a killed process leaves it behind)',
-    )  # fmt: skip
+        '--sockets',
+        help="folder for the kernel's sockets, removed by the caller (default: a temporary "
+        'folder this process removes; a killed process leaves it behind)',
+    )
     return ap.parse_args(argv)
 
 
