@@ -1,7 +1,7 @@
-"""The batch runner (``python -m nbrun``) on the tiny notebooks of ``tests/nb/``.
+"""The batch runner (``python -m nbrun``) on the tiny notebooks of ``tests/tools/nb/``.
 
 Endings that stop a batch (signals, an exception in the runner) are in test_batch_endings.py,
-the report in test_report.py. Helpers: tests/batch_support.py.
+the report in test_report.py. Helpers: tests/tools/batch_support.py.
 """
 
 from __future__ import annotations

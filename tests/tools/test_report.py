@@ -2,7 +2,7 @@
 
 It knows no notebook: what it shows comes from ``summary.json`` and from the cells each
 notebook tags ``report-figure`` (PNG outputs) and ``report-headline`` (text outputs). Here a
-notebook of ``tests/nb/`` and a new notebook made by the test itself go through a real batch.
+notebook of ``tests/tools/nb/`` and a new notebook made by the test itself go through a real batch.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ PLOT = (
 
 
 def test_the_report_shows_what_the_notebooks_tagged(tmp_path):
-    """figure.ipynb (tests/nb) and a new notebook, which fails after drawing its figures."""
+    """figure.ipynb (tests/tools/nb) and a new notebook, which fails after drawing its figures."""
     copy(tmp_path, 'figure')
     new_notebook(
         tmp_path / 'sub' / 'new.ipynb',
