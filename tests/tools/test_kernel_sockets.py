@@ -9,6 +9,7 @@ import os
 import stat
 import sys
 
+import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
 from nbrun import worker
 from nbrun.kernel import KERNEL_ARGS, QUIET_ENV, install_kernelspec
@@ -43,8 +44,7 @@ def test_the_worker_runs_papermill_with_it_and_removes_the_sockets(tmp_path, mon
 
     monkeypatch.setattr(worker.papermill, 'execute_notebook', fake_execute)
     source = tmp_path / 'nb.ipynb'
-    empty = {'cells': [], 'metadata': {}, 'nbformat': 4, 'nbformat_minor': 5}
-    source.write_text(json.dumps(empty))
+    nbformat.write(nbformat.v4.new_notebook(), source)
     args = ['--source', str(source), '--output', str(tmp_path / 'out.ipynb')]
     args += ['--scratch', str(tmp_path / 's.ipynb'), '--status', str(tmp_path / 'status.json')]
     args += ['--progress', str(tmp_path / 'p.json'), '--cwd', str(tmp_path)]
