@@ -14,8 +14,7 @@ from batch_support import batch, copy, new_notebook, summary
 from nbrun import cli
 from nbrun.report import marked_outputs, write_report
 from nbrun.summary import Entry, machine, make_summary
-
-from d2lhelpers.devices import EnvReport
+from runfixtures import gpu_env
 
 ROOT = Path(__file__).resolve().parents[2]
 PNG = b'\x89PNG\r\n\x1a\n'
@@ -105,23 +104,15 @@ def test_marked_outputs_of_a_notebook():
 
 def test_the_command_writes_the_report_and_its_environment(tmp_path, monkeypatch, capsys):
     """The command asks a fresh interpreter for the environment (TensorFlow), then writes. The
-    summary comes from ``make_summary`` and the environment from ``EnvReport``, their producers."""
-    env = EnvReport(
-        tensorflow='2.21.0',
-        keras='3.15.1',
-        numpy='2.4.6',
-        built_with_cuda=False,
-        cuda=None,
-        cudnn=None,
-        physical=['/CPU:0'],
-        logical=['/CPU:0'],
-    ).as_dict()
+    summary comes from ``make_summary`` and the environment from ``EnvReport`` (``gpu_env``),
+    their producers."""
+    env = gpu_env()
     data = make_summary([Entry('ok.ipynb', 'ok', 1.5)], wall_seconds=2.0, machine=machine())
     monkeypatch.setattr(cli, 'environment', lambda: env)
     cli._report(data, tmp_path)
     again = summary(tmp_path)
     assert again['environment'] == env and again['report_seconds'] >= 0
     md = (tmp_path / 'report.md').read_text(encoding='utf-8')
-    assert '"tensorflow": "2.21.0"' in md and f'"cores": {machine()["cores"]}' in md
+    assert '"name": "NVIDIA H100 80GB HBM3"' in md and f'"cores": {machine()["cores"]}' in md
     assert '| ok.ipynb | ok | 1.5 s |  |' in md
     assert 'report: ' in capsys.readouterr().out
