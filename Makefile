@@ -38,7 +38,9 @@ endif
 # it to the test processes.
 export JUPYTER_PATH := $(abspath $(VENV))/share/jupyter
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
-# The maintainer tools (batch runner nbrun, gpucheck) live in tools/, not in the package.
+# The maintainer tools (batch runner nbrun, gpucheck) live in tools/, not in the package. This is
+# the one place that puts tools/ on PYTHONPATH: every target and every process they start inherit it
+# (outside make: PYTHONPATH=tools, see README.md).
 export PYTHONPATH := $(abspath tools)$(if $(PYTHONPATH),:$(PYTHONPATH))
 NBVAL := --nbval --nbval-sanitize-with tests/sanitize.cfg --nbval-cell-timeout 600
 # Two pytest-xdist workers; --dist loadscope keeps each notebook's cells (and each test module) on

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import nbformat
-from nbrun.kernel import available_cores
+from nbrun.summary import machine
 
 TARGET = 1.10
 
@@ -78,8 +78,10 @@ def main() -> int:
     )
     args = ap.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix='batch-bench-') as tmp:
-        tmp = Path(tmp)
+    # below the current folder, as the runner wants every notebook (build/ is not committed)
+    Path('build').mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix='batch-bench-', dir='build') as tmp:
+        tmp = Path(tmp).resolve()
         paths = args.paths or make_notebooks(tmp, args.count, args.work)
         out = tmp / 'out'
         cmd = [sys.executable, '-m', 'nbrun', *paths, '--out', str(out)]
@@ -96,7 +98,7 @@ def main() -> int:
 
         print(
             f'load average (1 min): {load:.2f} before, {os.getloadavg()[0]:.2f} after; '
-            f'{available_cores()} cores'
+            f'{machine()["cores"]} cores'
         )
         print(f'{"notebook":40} {"status":8} {"runner":>9} {"kernel":>9} {"cells":>9} {"added":>8}')
         kernel_sum = cells_sum = runner_sum = 0.0

@@ -126,17 +126,6 @@ def test_with_device_and_tf_device_place_ops_there(tf):
     assert Device(x.device) == Device(y.device) == cpu()
 
 
-def test_with_device_can_be_nested_and_reused(tf):
-    d = cpu()
-    with d:
-        with d:
-            x = tf.ones(1)
-        y = tf.ones(1)
-    with d:
-        z = tf.ones(1)
-    assert {Device(t.device) for t in (x, y, z)} == {cpu()}
-
-
 # --- counting and falling back ---------------------------------------------------------------
 
 
@@ -243,6 +232,18 @@ SCRIPT = textwrap.dedent("""
     run('logical_cpus', lambda: [d.name for d in tf.config.list_logical_devices('CPU')])
     with tf.device(out['first'][1]):
         out['op_device'] = (tf.constant(1.0) + 1).device
+    # `with device:` nested (the same device, another one) and used again, on two CPUs
+    from d2lhelpers import Device
+    cpu0, cpu1 = map(Device, out['first'])
+    with cpu1:
+        with cpu1:
+            a = tf.ones(1)
+        with cpu0:
+            b = tf.ones(1)
+        c = tf.ones(1)
+    with cpu1:
+        d = tf.ones(1)
+    out['nested'] = [str(Device(t.device)) for t in (a, b, c, d, tf.ones(1))]
     run('again', ensure_devices, 2)
     run('fewer', ensure_devices, 1)
     run('larger', ensure_devices, 3)
@@ -293,6 +294,11 @@ def test_ensure_devices_too_late_says_what_to_call_first(fresh_run):
     assert 'khởi động lại kernel' in message
 
 
+def test_with_device_can_be_nested_and_reused(fresh_run):
+    """Two CPUs here: a ``with`` that placed nothing would leave every op on /CPU:0."""
+    assert fresh_run['nested'] == ['/CPU:1', '/CPU:0', '/CPU:1', '/CPU:1', '/CPU:0']
+
+
 def test_d2l_timer_calls_work(fresh_run):
     assert fresh_run['timer'] == [3, True, 3, True]
 
@@ -310,8 +316,22 @@ def test_env_report_without_gpu(monkeypatch, tf):
 
 
 def test_env_report_shows_as_text_in_ipython():
-    report = env_report()
-    assert repr(report) == str(report)  # IPython shows the repr of a cell's value
+    """A notebook cell ending in ``env_report()`` shows IPython's plain-text form of the value:
+    the report's text, not a dataclass repr."""
+    from IPython.core.formatters import PlainTextFormatter
+
+    report = EnvReport(
+        tensorflow='2.21.0',
+        keras='3.15.1',
+        numpy='2.4.6',
+        built_with_cuda=False,
+        cuda=None,
+        cudnn=None,
+        physical=['/CPU:0'],
+        logical=['/CPU:0'],
+    )
+    shown = PlainTextFormatter()(report)
+    assert shown == str(report) and shown.startswith('TensorFlow 2.21.0, Keras 3.15.1')
 
 
 def test_env_report_maps_split_logical_gpus_to_their_physical_gpu(monkeypatch, tf):

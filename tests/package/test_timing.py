@@ -16,7 +16,15 @@ import time
 
 import pytest
 
-from d2lhelpers import BenchmarkResult, Timer, benchmark, compare, find_spec, interleave
+from d2lhelpers import (
+    BenchmarkResult,
+    Timer,
+    benchmark,
+    compare,
+    find_spec,
+    format_seconds,
+    interleave,
+)
 from d2lhelpers import timing as timing_module
 
 
@@ -29,6 +37,33 @@ class FakeClock:
     def __call__(self):
         self.events.append('clock')
         return self.instants.pop(0)
+
+
+# The unit follows the size, except that a figure never reads 1000 or more of a smaller unit: one
+# that would round to 1000 ms is printed in s. format_seconds picks the unit before rounding, so
+# it prints '1000.000 ms' and '1000.0 µs'. To be fixed in d2lhelpers/timing.py (not this branch's
+# file); the fix removes this mark, and strict=True makes a fix that forgets it fail.
+ROUNDS_UP = pytest.mark.xfail(
+    strict=True,
+    reason="format_seconds picks the unit before rounding: 0.9999996 prints '1000.000 ms'",
+)
+
+
+@pytest.mark.parametrize(
+    'seconds, text',
+    [
+        pytest.param(0.9999996, '1.000 s', marks=ROUNDS_UP),
+        pytest.param(-0.9999996, '-1.000 s', marks=ROUNDS_UP),
+        pytest.param(0.00099996, '1.000 ms', marks=ROUNDS_UP),
+        pytest.param(-0.00099996, '-1.000 ms', marks=ROUNDS_UP),
+        (0.9999994, '999.999 ms'),  # just under the boundary once rounded: the smaller unit
+        (0.00099994, '999.9 µs'),
+        (1.0, '1.000 s'),
+        (0.001, '1.000 ms'),
+    ],
+)
+def test_format_seconds_at_unit_boundaries(seconds, text):
+    assert format_seconds(seconds) == text
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
-"""What the tests of the batch runner share (tests/test_batch*.py, tests/test_report.py).
+"""What the tests of the batch runner share (tests/tools/test_batch*.py and test_report.py).
 
-The notebooks of ``tests/nb/`` import nothing heavy (no TensorFlow); a test copies the ones it
-needs into its own folder and runs the runner there as a user would, so nothing under
-``tests/nb/`` changes. Waiting is always for an event (a marker file a notebook writes, a
+The notebooks of ``tests/tools/nb/`` import nothing heavy (no TensorFlow); a test copies the ones
+it needs into its own folder and runs the runner there as a user would, so nothing under
+``tests/tools/nb/`` changes. Waiting is always for an event (a marker file a notebook writes, a
 process that ends), never for a fixed time.
 """
 
@@ -23,7 +23,7 @@ NB = Path(__file__).parent / 'nb'
 
 
 def copy(folder: Path, *names: str) -> None:
-    """Copy ``tests/nb/<name>.ipynb`` into ``folder``."""
+    """Copy ``tests/tools/nb/<name>.ipynb`` into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     for name in names:
         shutil.copy(NB / f'{name}.ipynb', folder / f'{name}.ipynb')

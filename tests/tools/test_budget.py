@@ -85,7 +85,7 @@ def test_the_share_of_output_nbval_compares(tmp_path):
             code(1, outputs=[stream, plot]),  # compared: 12
             code(1, tags=['nbval-ignore-output'], outputs=[value]),  # 11
             code(1, tags=['nbval-skip'], outputs=[stream]),  # 4
-            code(1, tags=['raises-exception'], outputs=[error]),  # compared: 9
+            code(1, outputs=[error]),  # compared: 9
             nbformat.v4.new_markdown_cell('no output'),
         ],
     )

@@ -1,13 +1,28 @@
-"""The runner's kernels talk over Unix sockets in a folder of their own, never over TCP ports
-(two kernels starting at once could race for the same free port)."""
+"""The runner's kernel: the kernelspec ``nbrun.kernel`` installs, and the kernel's sockets, which
+are Unix sockets in a folder of their own, never TCP ports (two kernels starting at once could race
+for the same free port)."""
 
 from __future__ import annotations
 
 import json
 import os
 import stat
+import sys
 
+import nbformat
+from jupyter_client.kernelspec import KernelSpecManager
 from nbrun import worker
+from nbrun.kernel import KERNEL_ARGS, QUIET_ENV, install_kernelspec
+
+
+def test_the_kernelspec_runs_this_python_quietly_and_can_be_installed_again(tmp_path):
+    """``make`` installs it again whenever the environment changes."""
+    install_kernelspec(tmp_path)
+    path = install_kernelspec(tmp_path)
+    spec = KernelSpecManager(kernel_dirs=[str(path.parents[1])]).get_kernel_spec('python3')
+    assert spec.argv[:3] == [sys.executable, '-m', 'ipykernel_launcher']
+    assert '{connection_file}' in spec.argv and set(KERNEL_ARGS) <= set(spec.argv)
+    assert spec.env == QUIET_ENV and spec.language == 'python'
 
 
 def test_the_kernel_manager_writes_an_ipc_connection_file(tmp_path, monkeypatch):
@@ -29,8 +44,7 @@ def test_the_worker_runs_papermill_with_it_and_removes_the_sockets(tmp_path, mon
 
     monkeypatch.setattr(worker.papermill, 'execute_notebook', fake_execute)
     source = tmp_path / 'nb.ipynb'
-    empty = {'cells': [], 'metadata': {}, 'nbformat': 4, 'nbformat_minor': 5}
-    source.write_text(json.dumps(empty))
+    nbformat.write(nbformat.v4.new_notebook(), source)
     args = ['--source', str(source), '--output', str(tmp_path / 'out.ipynb')]
     args += ['--scratch', str(tmp_path / 's.ipynb'), '--status', str(tmp_path / 'status.json')]
     args += ['--progress', str(tmp_path / 'p.json'), '--cwd', str(tmp_path)]

@@ -2,7 +2,7 @@
 
 It knows no notebook: what it shows comes from ``summary.json`` and from the cells each
 notebook tags ``report-figure`` (PNG outputs) and ``report-headline`` (text outputs). Here a
-notebook of ``tests/nb/`` and a new notebook made by the test itself go through a real batch.
+notebook of ``tests/tools/nb/`` and a new notebook made by the test itself go through a real batch.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import nbformat
 from batch_support import batch, copy, new_notebook, summary
 from nbrun import cli
 from nbrun.report import marked_outputs, write_report
+from nbrun.summary import Entry, machine, make_summary
+from runfixtures import gpu_env
 
 ROOT = Path(__file__).resolve().parents[2]
 PNG = b'\x89PNG\r\n\x1a\n'
@@ -26,7 +28,7 @@ PLOT = (
 
 
 def test_the_report_shows_what_the_notebooks_tagged(tmp_path):
-    """figure.ipynb (tests/nb) and a new notebook, which fails after drawing its figures."""
+    """figure.ipynb (tests/tools/nb) and a new notebook, which fails after drawing its figures."""
     copy(tmp_path, 'figure')
     new_notebook(
         tmp_path / 'sub' / 'new.ipynb',
@@ -62,9 +64,9 @@ def test_the_report_shows_what_the_notebooks_tagged(tmp_path):
     # the headlines: stdout and the value of the tagged cell, nothing from other cells
     assert "số mới: 42 <b>&\n{'n': 42}" in md and 'không phải số chính' not in md
     assert 'lớn nhất: 4 ở n = 2' in md  # -p points 3
-    # the results, whatever their keys
-    for text in ('squares: [0, 1, 4]', 'best.n: 2', 'best.value: 4'):
-        assert f'- {text}' in md
+    # the results stay in summary.json: the report does not format them a second time
+    assert data['notebooks'][0]['results'] == {'squares': [0, 1, 4], 'best': {'n': 2, 'value': 4}}
+    assert 'squares' not in md
     # the summary carries the headlines the report shows
     headlines = {e['notebook']: e['headline'] for e in data['notebooks']}
     assert headlines == {
@@ -101,12 +103,16 @@ def test_marked_outputs_of_a_notebook():
 
 
 def test_the_command_writes_the_report_and_its_environment(tmp_path, monkeypatch, capsys):
-    """The command asks a fresh interpreter for the environment (TensorFlow), then writes."""
-    data = {'notebooks': [], 'environment': None, 'wall_seconds': 0.0}
-    monkeypatch.setattr(cli, 'environment', lambda: {'tensorflow': 'x.y', 'gpus': []})
+    """The command asks a fresh interpreter for the environment (TensorFlow), then writes. The
+    summary comes from ``make_summary`` and the environment from ``EnvReport`` (``gpu_env``),
+    their producers."""
+    env = gpu_env()
+    data = make_summary([Entry('ok.ipynb', 'ok', 1.5)], wall_seconds=2.0, machine=machine())
+    monkeypatch.setattr(cli, 'environment', lambda: env)
     cli._report(data, tmp_path)
     again = summary(tmp_path)
-    assert again['environment'] == {'tensorflow': 'x.y', 'gpus': []}
-    assert again['report_seconds'] >= 0
-    assert '- tensorflow: x.y' in (tmp_path / 'report.md').read_text(encoding='utf-8')
+    assert again['environment'] == env and again['report_seconds'] >= 0
+    md = (tmp_path / 'report.md').read_text(encoding='utf-8')
+    assert '"name": "NVIDIA H100 80GB HBM3"' in md and f'"cores": {machine()["cores"]}' in md
+    assert '| ok.ipynb | ok | 1.5 s |  |' in md
     assert 'report: ' in capsys.readouterr().out

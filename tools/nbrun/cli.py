@@ -8,7 +8,7 @@ With no paths it runs ``notebooks/`` and ``exercises/``. Each notebook runs in i
 (papermill, with the notebook's folder as working directory, as under nbval, and the kernel of
 ``nbrun.kernel``), one after the other. A notebook that fails or passes ``--timeout``
 (its kernel and every process it started are killed, even one stuck in native code) does not
-stop the others. A cell tagged ``raises-exception`` teaches an error: its error is no failure.
+stop the others. An error in any cell fails its notebook.
 
 ``-p NAME VALUE`` (VALUE read as YAML: ``-p sizes "[64, 128]"``) goes to every notebook that
 declares NAME in its ``parameters`` cell; a NAME that no notebook of the run declares is an
@@ -224,16 +224,14 @@ def main(argv: list[str] | None = None) -> int:
             except KeyboardInterrupt:
                 print('report not written (interrupted)', file=sys.stderr)
                 return 128 + (signals.received or signal.SIGINT)
-    entries = summary['notebooks']
-    bad = [e for e in entries if e['status'] != 'ok']
+    entries = batch.entries()
+    bad = [e for e in entries if e.status != 'ok']
     print(
         f'{len(entries) - len(bad)}/{len(entries)} ok in {summary["wall_seconds"]:.1f} s; '
         f'summary: {_display(summary_path)}'
     )
     for e in bad:
-        err = e['error'] or {}
-        cell = f' (cell {err["cell"]})' if err.get('cell') is not None else ''
-        print(f'  {e["status"]}: {e["notebook"]}{cell}: {err.get("ename")}: {err.get("evalue")}')
+        print(f'  {e.status}: {e.notebook}' + (f': {e.error}' if e.error else ''))
     return 1 if bad else 0
 
 

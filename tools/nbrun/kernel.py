@@ -4,17 +4,16 @@ ipykernel 7 forwards output written by C/C++ code (file-descriptor level) into t
 not when it runs under pytest, so an output recorded by papermill could hold lines that nbval never
 sees. Both therefore run the kernel with ``capture_fd_output`` off: ``make`` installs a ``python3``
 kernelspec with these arguments into ``.venv`` (``python -m nbrun.kernel PREFIX``) and the
-batch runner passes them to papermill itself.
+batch runner installs the same one into a private folder for its workers.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import shutil
 import sys
 from pathlib import Path
 
-__all__ = ['KERNEL_ARGS', 'QUIET_ENV', 'install_kernelspec', 'available_cores']
+__all__ = ['KERNEL_ARGS', 'QUIET_ENV', 'install_kernelspec']
 
 KERNEL_ARGS = ['--IPKernelApp.capture_fd_output=False']
 # The one definition of the environment in which notebook code runs (kernels of nbval and of the
@@ -25,36 +24,19 @@ KERNEL_ARGS = ['--IPKernelApp.capture_fd_output=False']
 QUIET_ENV = {'TF_CPP_MIN_LOG_LEVEL': '2', 'TF_ENABLE_ONEDNN_OPTS': '0', 'PYTHONHASHSEED': '0'}
 
 
-def available_cores() -> int:
-    """The cores this process may use (its CPU affinity on Linux; all cores elsewhere)."""
-    if hasattr(os, 'sched_getaffinity'):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def install_kernelspec(prefix: str | Path) -> Path:
-    """Write ``PREFIX/share/jupyter/kernels/python3/kernel.json`` for this interpreter.
+    """Write the ``python3`` kernelspec of this interpreter into
+    ``PREFIX/share/jupyter/kernels/python3`` with ipykernel's own writer, its command given
+    ``KERNEL_ARGS`` and its environment ``QUIET_ENV``; a kernelspec already there is replaced.
 
-    Returns the path of the file written.
+    Returns the path of its ``kernel.json``.
     """
-    path = Path(prefix) / 'share' / 'jupyter' / 'kernels' / 'python3' / 'kernel.json'
-    path.parent.mkdir(parents=True, exist_ok=True)
-    spec = {
-        'argv': [
-            sys.executable,
-            '-m',
-            'ipykernel_launcher',
-            *KERNEL_ARGS,
-            '-f',
-            '{connection_file}',
-        ],
-        'display_name': 'Python 3 (ipykernel)',
-        'language': 'python',
-        'env': QUIET_ENV,
-        'metadata': {'debugger': True},
-    }
-    path.write_text(json.dumps(spec, indent=1) + '\n', encoding='utf-8')
-    return path
+    from ipykernel.kernelspec import write_kernel_spec  # here: importers of QUIET_ENV skip it
+
+    folder = Path(prefix) / 'share' / 'jupyter' / 'kernels' / 'python3'
+    shutil.rmtree(folder, ignore_errors=True)  # ipykernel's writer copies into a new folder
+    write_kernel_spec(folder, overrides={'env': QUIET_ENV}, extra_arguments=KERNEL_ARGS)
+    return folder / 'kernel.json'
 
 
 if __name__ == '__main__':

@@ -1,10 +1,7 @@
 """What the batch runner and the notebook tests need to know about a notebook (TensorFlow-free).
 
 - ``declared_parameters(nb)``: the parameters papermill reads in the ``parameters`` cell (names and
-  default values), and ``unreadable_parameters(nb)``: names assigned there that papermill's parser
-  cannot read (a comment holding ``=`` on the line, see ``shared/NOTES.md``);
-- ``allows_error(cell)`` and ``for_papermill(nb)``: a cell that teaches an error carries
-  nbclient's (and nbval's) ``raises-exception`` tag (``nbval-raises-exception`` is turned into it);
+  default values);
 - ``canonical(nb)``: the committed form (no papermill/timing metadata, execution counts 1..N);
 - ``refreshed(source, executed)``: the committed notebook with the outputs of a run, in that form;
 - ``write_notebook(nb, path)``: ``nb`` written with ``nbrun.atomic.atomic_write``;
@@ -27,9 +24,6 @@ from .atomic import atomic_write
 
 __all__ = [
     'declared_parameters',
-    'unreadable_parameters',
-    'allows_error',
-    'for_papermill',
     'added_by_papermill',
     'canonical',
     'refreshed',
@@ -41,8 +35,6 @@ __all__ = [
 _VOLATILE_CELL_META = ('execution', 'papermill', 'collapsed', 'scrolled', 'ExecuteTime')
 # Cells that papermill inserts: the injected parameters, and the error banners of a failed run.
 _PAPERMILL_TAGS = ('injected-parameters', 'papermill-error-cell-tag')
-RAISES_TAG = 'raises-exception'
-_RAISES_TAGS = (RAISES_TAG, 'nbval-raises-exception')
 
 
 def tags(cell: nbformat.NotebookNode) -> list[str]:
@@ -71,50 +63,6 @@ def declared_parameters(nb: nbformat.NotebookNode) -> dict[str, Any]:
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             params[p.name] = p.default
     return params
-
-
-def unreadable_parameters(nb: nbformat.NotebookNode) -> list[str]:
-    """Names assigned in the ``parameters`` cell that papermill's reading misses.
-
-    papermill skips a line with more than one ``=`` (``n = 2  # (>= 2)``): such a name is
-    still a parameter to Python, but not to ``papermill --help-notebook``.
-    """
-    cell = _parameters_cell(nb)
-    if cell is None:
-        return []
-    source = '\n'.join('' if re.match(r'\s*[%!]', ln) else ln for ln in cell.source.splitlines())
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    assigned = [
-        t.id
-        for node in tree.body
-        for t in (
-            node.targets
-            if isinstance(node, ast.Assign)
-            else [node.target]
-            if isinstance(node, ast.AnnAssign)
-            else []
-        )
-        if isinstance(t, ast.Name)
-    ]
-    read = declared_parameters(nb)
-    return [name for name in dict.fromkeys(assigned) if name not in read]
-
-
-def allows_error(cell: nbformat.NotebookNode) -> bool:
-    """True for a cell that teaches an error (tag ``raises-exception``)."""
-    return cell.get('cell_type') == 'code' and any(t in tags(cell) for t in _RAISES_TAGS)
-
-
-def for_papermill(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy in which every cell that teaches an error carries nbclient's ``raises-exception``."""
-    nb = copy.deepcopy(nb)
-    for cell in nb.cells:
-        if allows_error(cell) and RAISES_TAG not in tags(cell):
-            cell.metadata['tags'] = [*tags(cell), RAISES_TAG]
-    return nb
 
 
 def added_by_papermill(cell: nbformat.NotebookNode) -> bool:

@@ -6,12 +6,10 @@
 
 Every problem found here is a ``UsageError`` (exit status 2, nothing is run).
 
-Output names: a notebook's files under ``--out`` keep its path relative to the current folder,
-folders included (``sub/ok.ipynb`` gives ``OUT/sub/ok.ipynb`` and ``OUT/logs/sub/ok.log``); a
-notebook outside the current folder goes under ``OUT/_outside/`` with its absolute path. Two
-notebooks whose names would still meet (on a case-insensitive file system too) get ``~2``,
-``~3`` ... in the order of the command line. Nothing is flattened, so ``sub/ok.ipynb`` and
-``sub__ok.ipynb`` never share a file.
+A notebook is named by its path relative to the current folder (``Job.name``), and its files
+under ``--out`` keep that path, folders included (``sub/ok.ipynb`` gives ``OUT/sub/ok.ipynb`` and
+``OUT/logs/sub/ok.log``): nothing is flattened, so two notebooks never share a file. A notebook
+outside the current folder is a usage error (``make`` runs from the repository's root).
 """
 
 from __future__ import annotations
@@ -25,9 +23,9 @@ from typing import Any
 import nbformat
 import yaml
 
-from .notebook import declared_parameters, one_line, unreadable_parameters
+from .notebook import declared_parameters, one_line
 
-__all__ = ['DEFAULT_DIRS', 'Job', 'UsageError', 'collect', 'read_parameters', 'plan', 'slots']
+__all__ = ['DEFAULT_DIRS', 'Job', 'UsageError', 'collect', 'read_parameters', 'plan']
 
 DEFAULT_DIRS = ('notebooks', 'exercises')
 
@@ -41,19 +39,21 @@ class Job:
     """One notebook to run."""
 
     source: Path  # the notebook as committed (absolute)
-    name: str  # its path relative to the current folder (else absolute): messages, summary
-    slot: str  # unique relative POSIX path without `.ipynb`: its files under --out
+    name: str  # its POSIX path relative to the current folder: messages, summary, files under --out
     parameters: dict[str, Any] = field(default_factory=dict)
     wants_results: bool = False  # declares `results_path`: the runner gives it one
     digest: str = ''  # sha256 of the source when planned (--inplace: edited meanwhile?)
 
 
 def display_name(path: Path) -> str:
-    """``path`` relative to the current folder, or absolute when it is not below it."""
+    """``path`` relative to the current folder, POSIX; a ``UsageError`` when it is not below it."""
     try:
         return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
-        return str(path.resolve())
+        raise UsageError(
+            f'{path} is not below the current folder: run the batch from a folder that holds '
+            'every notebook (their files under --out keep their paths relative to it)'
+        ) from None
 
 
 def collect(paths: list[str]) -> list[Path]:
@@ -80,27 +80,6 @@ def collect(paths: list[str]) -> list[Path]:
     if not found:
         raise UsageError(f'no notebooks found in {", ".join(paths or DEFAULT_DIRS)}')
     return found
-
-
-def slots(notebooks: list[Path]) -> list[str]:
-    """A collision-free relative name (no ``.ipynb``) for each notebook (see the module's doc)."""
-    cwd = Path.cwd().resolve()
-    taken: set[str] = set()
-    result = []
-    for path in notebooks:
-        path = path.resolve()
-        try:
-            rel = PurePosixPath(path.relative_to(cwd).as_posix())
-        except ValueError:
-            rel = PurePosixPath('_outside', *path.parts[1:])
-        base = str(rel.with_suffix(''))
-        slot, n = base, 1
-        while slot.casefold() in taken:
-            n += 1
-            slot = f'{base}~{n}'
-        taken.add(slot.casefold())
-        result.append(slot)
-    return result
 
 
 def read_parameters(
@@ -162,21 +141,19 @@ def plan(
     that notebook.
     """
     common, per_notebook = dict(common or {}), dict(per_notebook or {})
-    jobs, declared, unreadable = [], {}, {}
-    for path, slot in zip(notebooks, slots(notebooks), strict=True):
+    jobs, declared = [], {}
+    for path in notebooks:
         name = display_name(path)
         try:
             raw = path.read_bytes()
             nb = nbformat.reads(raw.decode('utf-8'), as_version=4)
             declared[name] = declared_parameters(nb)
-        except Exception as err:  # noqa: BLE001 - any unreadable notebook is a usage error
+        except Exception as err:  # any unreadable notebook is a usage error
             raise UsageError(f'cannot read {name}: {one_line(err)}') from err
-        unreadable[name] = unreadable_parameters(nb)
         jobs.append(
             Job(
                 source=path,
                 name=name,
-                slot=slot,
                 parameters={k: v for k, v in common.items() if k in declared[name]},
                 wants_results='results_path' in declared[name] and not inplace,
                 digest=hashlib.sha256(raw).hexdigest(),
@@ -193,27 +170,15 @@ def plan(
             )
         for k, v in params.items():
             if k not in declared[job.name]:
-                hint = (
-                    ' (papermill cannot read its line: a comment with "=" on it?)'
-                    if k in unreadable[job.name]
-                    else ''
-                )
                 raise UsageError(
-                    f'{job.name} does not declare a parameter `{k}`{hint} '
+                    f'{job.name} does not declare a parameter `{k}` '
                     f'(it declares: {", ".join(declared[job.name]) or "none"})'
                 )
             job.parameters[k] = v
     unknown = sorted(set(common) - used)
     if unknown:
-        missed = [j.name for j in jobs if set(unknown) & set(unreadable[j.name])]
-        hint = (
-            f' ({", ".join(missed)} assign(s) it on a line papermill cannot read: '
-            'a comment with "=" on it?)'
-            if missed
-            else ''
-        )
         raise UsageError(
             f'no notebook of this run declares the parameter(s) '
-            f'{", ".join(f"`{u}`" for u in unknown)}{hint}'
+            f'{", ".join(f"`{u}`" for u in unknown)}'
         )
     return jobs

@@ -1,19 +1,20 @@
 """The batch report: ``OUT/report.md`` (TensorFlow- and matplotlib-free), one source.
 
-It knows no notebook. It shows a table of the notebooks (status, time, error), then for each
-one the fields of its entry in ``summary.json`` (parameters, error, its ``headline`` and its
-``results`` as ``key: value`` lines, whatever the keys), and what the notebook itself marked for
-the report with cell tags (``marked_outputs``, read from the executed notebook):
+It knows no notebook. It shows the machine and its environment as ``summary.json`` holds them
+(JSON), a table of the notebooks (status, time, error), then for each one its parameters, its
+error and what the notebook itself marked for the report with cell tags (``marked_outputs``, read
+from the executed notebook):
 
 - ``report-headline``: the text such a cell printed (stdout, and ``text/plain`` results) is the
   notebook's headline figures (the runner puts it in the entry's ``headline``);
 - ``report-figure``: each PNG output of such a cell is a figure, written to
   ``OUT/figures/<notebook path without .ipynb>/figure-<k>.png``.
 
-A notebook may tag several cells; a new notebook needs nothing here. The report links the PNG
-files by relative paths: open ``report.md`` in JupyterLab, on GitHub or in any Markdown viewer
-from the ``OUT`` folder, and keep ``figures/`` next to it when moving it.
-Every file is written atomically.
+A notebook may tag several cells; a new notebook needs nothing here. The ``results`` a notebook
+saved are not repeated: they are in ``summary.json``, and its headline prints the figures that
+matter. The report links the PNG files by relative paths: open ``report.md`` in JupyterLab, on
+GitHub or in any Markdown viewer from the ``OUT`` folder, and keep ``figures/`` next to it when
+moving it. Every file is written atomically.
 """
 
 from __future__ import annotations
@@ -29,12 +30,12 @@ import nbformat
 
 from .atomic import atomic_write
 from .notebook import tags
+from .summary import ErrorInfo
 
 __all__ = ['FIGURE_TAG', 'HEADLINE_TAG', 'Marked', 'marked_outputs', 'write_report']
 
 FIGURE_TAG = 'report-figure'
 HEADLINE_TAG = 'report-headline'
-_MAX_LINES = 60  # key: value lines per block; the rest is in summary.json
 
 
 @dataclass
@@ -72,39 +73,7 @@ def marked_outputs(nb: nbformat.NotebookNode) -> Marked:
     return marked
 
 
-# --- values, generically -----------------------------------------------------------------------
-
-
-def _text(value: Any, limit: int = 160) -> str:
-    if isinstance(value, float):
-        text = f'{value:.4g}'
-    elif isinstance(value, str):
-        text = value
-    elif isinstance(value, list):
-        text = '[' + ', '.join(_text(v, limit) for v in value) + ']'
-    else:
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + '…'
-
-
-def _pairs(value: Any, prefix: str = '') -> list[tuple[str, str]]:
-    """``(dotted key, text)`` for every leaf of ``value`` (dicts, and lists of dicts, opened)."""
-    if isinstance(value, dict) and value:
-        return [
-            pair
-            for k, v in value.items()
-            for pair in _pairs(v, f'{prefix}.{k}' if prefix else str(k))
-        ]
-    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        return [pair for i, v in enumerate(value) for pair in _pairs(v, f'{prefix}[{i}]')]
-    return [(prefix, _text(value))]
-
-
-def _limited(pairs: list[tuple[str, str]]) -> list[str]:
-    lines = [f'{k}: {v}' for k, v in pairs[:_MAX_LINES]]
-    if len(pairs) > _MAX_LINES:
-        lines.append(f'… {len(pairs) - _MAX_LINES} dòng nữa trong summary.json')
-    return lines
+# --- the fields of an entry ---------------------------------------------------------------------
 
 
 def _seconds(entry: dict[str, Any]) -> str:
@@ -119,11 +88,7 @@ def _params(entry: dict[str, Any]) -> str:
 
 
 def _error(entry: dict[str, Any]) -> str:
-    err = entry.get('error')
-    if not err:
-        return ''
-    where = f' (ô {err["cell"]})' if err.get('cell') is not None else ''
-    return f'{err.get("ename")}{where}: {err.get("evalue")}'
+    return str(ErrorInfo(**entry['error'])) if entry.get('error') else ''
 
 
 _ENDINGS = {'finished': 'chạy hết', 'runner error': 'trình chạy bị lỗi'}
@@ -183,10 +148,6 @@ def _head(summary: dict[str, Any]) -> tuple[str, list[str]]:
     return first, notes
 
 
-def _env_pairs(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    return _pairs(summary.get('environment') or {}) + _pairs(summary.get('machine') or {})
-
-
 def _markdown(summary: dict[str, Any], sections: list[_Section]) -> str:
     def cell(text: str) -> str:
         return text.replace('|', '\\|').replace('\n', ' ')
@@ -197,8 +158,9 @@ def _markdown(summary: dict[str, Any], sections: list[_Section]) -> str:
         lines += [f'Lệnh: `{summary["command"]}`', '']
     for note in notes:
         lines += [note, '']
-    lines += ['## Máy đã chạy (môi trường)', '']
-    lines += [f'- {line}' for line in _limited(_env_pairs(summary))]
+    machine = {k: summary.get(k) for k in ('machine', 'environment')}
+    lines += ['## Máy đã chạy (môi trường)', '', '```json']
+    lines += [json.dumps(machine, indent=1, ensure_ascii=False, default=str), '```']
     lines += [
         '',
         '## Các notebook',
@@ -227,9 +189,6 @@ def _markdown(summary: dict[str, Any], sections: list[_Section]) -> str:
             lines += ['', 'Số liệu chính:', '', fence, headline, fence]
         for k, rel in enumerate(s.figures, 1):
             lines += ['', f'![{e["notebook"]}, hình {k}]({quote(rel)})']
-        if e.get('results'):
-            lines += ['', 'Kết quả (`results` trong summary.json):', '']
-            lines += [f'- {line}' for line in _limited(_pairs(e['results']))]
     return '\n'.join(lines) + '\n'
 
 

@@ -6,11 +6,12 @@ notebooks measure time, so none may run beside another), every ending accounted 
 
 - Each runs in its own worker (``worker.py``), in a new session, with the project's kernel (a
   kernelspec made from ``nbrun.kernel`` in a private folder put first on JUPYTER_PATH, and
-  ``QUIET_ENV``), with ``tools/`` on PYTHONPATH whatever the notebook's folder. The worker's
-  status, progress, results and papermill's own output file live in that private folder
-  (``tempfile.mkdtemp``, removed at the end), and so does its log until it ends; only complete
-  files reach ``--out``, each written atomically, so two batches that share ``--out`` never see
-  half a file of the other or delete one of its files.
+  ``QUIET_ENV``). The worker inherits the runner's PYTHONPATH and working folder, so it finds
+  ``nbrun`` as the runner did (the Makefile puts ``tools/`` on PYTHONPATH). The worker's
+  status, progress, results, its kernel's sockets and papermill's own output file live in that
+  private folder (``tempfile.mkdtemp``, removed in every ending). Under ``--out`` go its log
+  (written as it runs) and the executed notebook (written atomically once it ends); the executed
+  notebook of an earlier run is removed first, so a notebook that ends without one has none.
 - A notebook past ``timeout`` is ``timeout``; when it ends, however it ends, its worker, kernel
   and every process they started are killed (``processes.kill_run``).
 - ``request_stop(reason)`` (safe in a signal handler: it only sets an attribute) stops the batch
@@ -37,13 +38,12 @@ from typing import Any
 
 import nbformat
 
-from .atomic import atomic_write
 from .kernel import QUIET_ENV, install_kernelspec
 from .notebook import one_line, refreshed, write_notebook
 from .plan import Job
 from .processes import TOKEN_VAR, kill_run, new_token
 from .report import marked_outputs
-from .summary import Entry
+from .summary import Entry, ErrorInfo
 
 __all__ = ['Batch']
 
@@ -56,7 +56,6 @@ class _Files:
 
     output: Path
     log: Path
-    worker_log: Path  # the log while the notebook runs; copied to `log` at its end
     scratch: Path
     status: Path
     progress: Path
@@ -125,13 +124,10 @@ class Batch:
             str(private / 'share' / 'jupyter'),
             *filter(None, os.environ.get('JUPYTER_PATH', '').split(os.pathsep)),
         ]
-        tools = str(Path(__file__).resolve().parents[1])  # so `python -m nbrun.worker` is found
-        python_path = [tools, *filter(None, os.environ.get('PYTHONPATH', '').split(os.pathsep))]
         return {
             **os.environ,
             **QUIET_ENV,
             'JUPYTER_PATH': os.pathsep.join(jupyter_path),
-            'PYTHONPATH': os.pathsep.join(python_path),
             'PYTHONUNBUFFERED': '1',
         }
 
@@ -154,11 +150,12 @@ class Batch:
         token = new_token()
         self.echo(f'{"":>{len(_bar(0, len(self.jobs))) + 1}}start   {job.name}')
         files.output.parent.mkdir(parents=True, exist_ok=True)
+        files.output.unlink(missing_ok=True)  # an earlier run's
         files.log.parent.mkdir(parents=True, exist_ok=True)
-        start, started_at = time.perf_counter(), time.time()
+        start = time.perf_counter()
         entry = _entry(job)
         ending = None  # 'timeout', 'interrupted', or None: the worker ended by itself
-        with open(files.worker_log, 'wb') as log:
+        with open(files.log, 'wb') as log:
             popen = subprocess.Popen(
                 command,
                 env={**env, TOKEN_VAR: token},
@@ -181,36 +178,34 @@ class Batch:
             raise
         finally:  # also a kernel or a child left behind by a normal end
             kill_run(popen, token)
-            atomic_write(files.log, files.worker_log.read_bytes())
             entry.seconds = round(time.perf_counter() - start, 2)
             entry.log = files.log.relative_to(self.out).as_posix()
             if ending is not None:
                 entry.status = ending
-                entry.error = _error(
-                    _read_json(files.progress),
-                    ending.capitalize(),
-                    f'killed after {self.timeout:g} s (--timeout)'
+                entry.error = ErrorInfo(
+                    **_read_json(files.progress) or {},
+                    ename=ending.capitalize(),
+                    evalue=f'killed after {self.timeout:g} s (--timeout)'
                     if ending == 'timeout'
                     else f'the batch was stopped ({self.stop_reason}) while it ran',
                 )
                 self._entries[job.name] = entry  # a crash still reports it
         info = _read_json(files.status) if ending is None else None
         if info is not None:
-            entry.status, entry.error = info['status'], info.get('error')
+            entry.status = info['status']
+            entry.error = info['error'] and ErrorInfo(**info['error'])
             entry.kernel_seconds = info.get('kernel_seconds')
             if info.get('output'):
                 entry.output = files.output.relative_to(self.out).as_posix()
                 entry.headline = _headline(files.output)
         elif ending is None:
             entry.status = 'failed'
-            lines = files.worker_log.read_text(errors='replace').strip().splitlines()
-            entry.error = _error(
-                _read_json(files.progress),
-                'WorkerDied',
-                one_line(lines[-1]) if lines else f'exit status {popen.returncode}',
+            lines = files.log.read_text(errors='replace').strip().splitlines()
+            entry.error = ErrorInfo(
+                **_read_json(files.progress) or {},
+                ename='WorkerDied',
+                evalue=one_line(lines[-1]) if lines else f'exit status {popen.returncode}',
             )
-        if entry.output is None:
-            _remove_if_older(files.output, started_at)  # left by an earlier run
         if entry.status == 'ok' and job.wants_results and files.results.exists():
             try:
                 entry.results = json.loads(files.results.read_text(encoding='utf-8'))
@@ -240,12 +235,8 @@ class Batch:
                 entry.note = f'not refreshed: {one_line(err)}'
 
     def _print_done(self, done: int, entry: Entry) -> None:
-        why = ''
-        if entry.error:
-            err = entry.error
-            cell = f' in cell {err["cell"]}' if err.get('cell') is not None else ''
-            why = f'  {err["ename"]}{cell}: {err["evalue"]}'
-            why = why if len(why) <= 200 else why[:199] + '…'
+        why = f'  {entry.error}' if entry.error else ''
+        why = why if len(why) <= 200 else why[:199] + '…'
         self.echo(
             f'{_bar(done, len(self.jobs))} {entry.status:11} {entry.seconds or 0:7.1f} s  '
             f'{entry.notebook}{why}'
@@ -261,9 +252,8 @@ def _entry(job: Job) -> Entry:
 
 def _files(out: Path, private: Path, job: Job, n: int) -> _Files:
     return _Files(
-        output=out / f'{job.slot}.ipynb',
-        log=out / 'logs' / f'{job.slot}.log',
-        worker_log=private / f'{n}.log',
+        output=out / job.name,
+        log=out / 'logs' / Path(job.name).with_suffix('.log'),
         scratch=private / f'{n}.executed.ipynb',
         status=private / f'{n}.status.json',
         progress=private / f'{n}.progress.json',
@@ -295,25 +285,6 @@ def _say(line: str) -> None:
 def _bar(done: int, total: int, width: int = 20) -> str:
     filled = width * done // max(total, 1)
     return f'[{"#" * filled}{"." * (width - filled)}] {done}/{total}'
-
-
-def _error(where: dict[str, Any] | None, ename: str, evalue: str) -> dict[str, Any]:
-    where = where or {}
-    return {
-        'cell': where.get('cell'),
-        'cell_id': where.get('cell_id'),
-        'ename': ename,
-        'evalue': evalue,
-    }
-
-
-def _remove_if_older(path: Path, than: float) -> None:
-    """Remove ``path`` if it was last written before ``than`` (not by a batch running now)."""
-    try:
-        if path.stat().st_mtime < than:
-            path.unlink()
-    except FileNotFoundError:
-        pass
 
 
 def _read_json(path: Path) -> Any:

@@ -22,9 +22,37 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import atomic_write
-from .kernel import QUIET_ENV, available_cores
+from .kernel import QUIET_ENV
 
-__all__ = ['Entry', 'machine', 'environment', 'load_average', 'make_summary', 'write_summary']
+__all__ = [
+    'Entry',
+    'ErrorInfo',
+    'machine',
+    'environment',
+    'load_average',
+    'make_summary',
+    'write_summary',
+]
+
+
+@dataclass(kw_only=True)
+class ErrorInfo:
+    """Why a notebook did not end ``ok``: the ``error`` of its entry in summary.json.
+
+    ``ename`` is the exception's name, or the runner's word for how the notebook ended
+    (``Timeout``, ``Interrupted``, ``WorkerDied``); ``evalue`` is one line. ``cell`` is the index
+    of the cell in the committed notebook and ``cell_id`` its id: the cell that failed, or the one
+    that was running when the notebook was stopped (null if none had started).
+    """
+
+    cell: int | None = None
+    cell_id: str | None = None
+    ename: str
+    evalue: str
+
+    def __str__(self) -> str:
+        where = f' (ô {self.cell})' if self.cell is not None else ''
+        return f'{self.ename}{where}: {self.evalue}'
 
 
 @dataclass
@@ -34,7 +62,7 @@ class Entry:
     notebook: str  # its path relative to the current folder (else absolute)
     status: str = 'not run'  # ok, failed, timeout, interrupted, not run
     seconds: float | None = None  # the runner's time for it (null if not run)
-    error: dict[str, Any] | None = None  # cell (its index), cell_id, ename, evalue; null if ok
+    error: ErrorInfo | None = None  # null if ok
     parameters: dict[str, Any] = field(default_factory=dict)  # as given (not results_path)
     results: Any = None  # the JSON it saved with save_results to its results_path
     headline: str | None = None  # the text printed by its cells tagged report-headline
@@ -50,11 +78,13 @@ class Entry:
 
 
 def machine() -> dict[str, Any]:
-    """What the runner knows without TensorFlow: OS, Python, cores."""
+    """What the runner knows without TensorFlow: OS, Python, and the cores this process may use
+    (its CPU affinity on Linux, all cores elsewhere)."""
+    affinity = getattr(os, 'sched_getaffinity', None)
     return {
         'platform': platform.platform(),
         'python': platform.python_version(),
-        'cores': available_cores(),
+        'cores': len(affinity(0)) if affinity else os.cpu_count() or 1,
     }
 
 

@@ -7,14 +7,13 @@ It executes ``NB`` with ``papermill.execute_notebook`` (kernel ``python3``, whic
 JUPYTER_PATH points at the project's kernelspec) in ``FOLDER``, with two nbclient hooks that
 papermill passes through: ``on_cell_start`` writes the cell being run to PROGRESS (so a timeout
 or an interrupt can say where the notebook was), ``on_cell_error`` records the first error of a
-cell that does not teach one (tag ``raises-exception``; ``SystemExit`` with status 0 ends a
-notebook cleanly, as papermill says). papermill also raises ``PapermillExecutionError`` for the
-error a cell teaches: the hook decides, and papermill's error banner is dropped when it names
-such a cell.
+cell (``SystemExit`` with status 0 ends a notebook cleanly, as papermill says). A notebook has no
+cell whose error is expected: any error is a failure, and papermill's error banner stays at the top
+of the executed notebook (``canonical`` drops it on a refresh).
 
 The executed notebook goes to OUTPUT (atomically), then STATUS gets, as JSON: ``status``
-(``ok`` or ``failed``), ``error`` (``cell``, ``cell_id``, ``ename``, ``evalue``),
-``kernel_seconds`` and ``output`` (whether OUTPUT was written).
+(``ok`` or ``failed``), ``error`` (a ``summary.ErrorInfo``), ``kernel_seconds`` and ``output``
+(whether OUTPUT was written).
 """
 
 from __future__ import annotations
@@ -24,18 +23,17 @@ import json
 import shutil
 import sys
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import papermill
 from jupyter_client.manager import AsyncKernelManager
-from papermill.exceptions import PapermillExecutionError
 
 from .atomic import atomic_write
-from .notebook import allows_error, for_papermill, one_line, tags, write_notebook
-
-_BANNER_TAG = 'papermill-error-cell-tag'
+from .notebook import one_line, write_notebook
+from .summary import ErrorInfo
 
 
 class IPCKernelManager(AsyncKernelManager):
@@ -58,9 +56,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         ap.add_argument(f'--{name}', required=True)
     ap.add_argument('--parameters', default='{}', help='JSON mapping NAME: VALUE')
     ap.add_argument(
-        '--sockets', help="folder for the kernel's sockets, removed by the caller (default: a "
-        'temporary folder this process removes; a killed process leaves it behind)',
-    )  # fmt: skip
+        '--sockets',
+        help="folder for the kernel's sockets, removed by the caller (default: a temporary "
+        'folder this process removes; a killed process leaves it behind)',
+    )
     return ap.parse_args(argv)
 
 
@@ -72,9 +71,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Execute the notebook; return what STATUS gets."""
     source = nbformat.read(args.source, as_version=4)
     index = {c.get('id'): i for i, c in enumerate(source.cells)}
-    nb = for_papermill(source)
     where: dict[str, Any] = {'cell': None, 'cell_id': None}
-    failure: dict[str, Any] = {}
+    errors: list[ErrorInfo] = []  # of the cells, in order (papermill stops at the first)
 
     def on_cell_start(cell: nbformat.NotebookNode, cell_index: int) -> None:
         where.update(cell=index.get(cell.get('id')), cell_id=cell.get('id'))
@@ -82,20 +80,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     def on_cell_error(cell: nbformat.NotebookNode, cell_index: int, execute_reply: dict) -> None:
         content = execute_reply.get('content', {})
-        if failure or allows_error(cell) or _clean_exit(content):
-            return
-        failure.update(
-            cell=index.get(cell.get('id')),
-            cell_id=cell.get('id'),
-            ename=content.get('ename', ''),
-            evalue=one_line(content.get('evalue', '')),
-        )
+        if not _clean_exit(content):
+            errors.append(
+                ErrorInfo(
+                    cell=index.get(cell.get('id')),
+                    cell_id=cell.get('id'),
+                    ename=content.get('ename', ''),
+                    evalue=one_line(content.get('evalue', '')),
+                )
+            )
 
-    info: dict[str, Any] = {'status': 'ok', 'error': None, 'output': False}
-    blamed = None  # the cell papermill's error banner names
+    crash = None
     try:
         papermill.execute_notebook(
-            nb,
+            source,
             args.scratch,
             parameters=json.loads(args.parameters),
             kernel_name='python3',
@@ -106,26 +104,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             on_cell_start=on_cell_start,
             on_cell_error=on_cell_error,
         )
-    except PapermillExecutionError as err:
-        blamed = err.cell_index
-    except Exception as err:  # noqa: BLE001 - the kernel died, would not start, ...
-        info.update(
-            status='failed', error={**where, 'ename': type(err).__name__, 'evalue': one_line(err)}
-        )
-    if failure:
-        info.update(status='failed', error=failure)
+    except Exception as err:  # a cell failed (then `errors` says which), the kernel died, ...
+        crash = ErrorInfo(**where, ename=type(err).__name__, evalue=one_line(err))
+    error = errors[0] if errors else crash
+    info: dict[str, Any] = {
+        'status': 'failed' if error else 'ok',
+        'error': error and asdict(error),
+        'output': False,
+    }
 
     if Path(args.scratch).exists():
         executed = nbformat.read(args.scratch, as_version=4)
-        plain = [c for c in executed.cells if _BANNER_TAG not in tags(c)]
-        keep_banner = (
-            failure
-            and blamed is not None
-            and blamed < len(plain)
-            and plain[blamed].get('id') == failure['cell_id']
-        )
-        if not keep_banner:
-            executed.cells = plain
         info['kernel_seconds'] = executed.metadata.get('papermill', {}).get('duration')
         write_notebook(executed, args.output)
         info['output'] = True
@@ -141,20 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     IPCKernelManager.socket_dir = sockets
     try:
         info = run(args)
-    except Exception as err:  # noqa: BLE001 - reported to the runner, with the traceback in the log
+    except Exception as err:  # reported to the runner, with the traceback in the log
         import traceback
 
         traceback.print_exc()
-        info = {
-            'status': 'failed',
-            'error': {
-                'cell': None,
-                'cell_id': None,
-                'ename': type(err).__name__,
-                'evalue': one_line(err),
-            },
-            'output': False,
-        }
+        error = ErrorInfo(ename=type(err).__name__, evalue=one_line(err))
+        info = {'status': 'failed', 'error': asdict(error), 'output': False}
     finally:
         if not args.sockets:
             shutil.rmtree(sockets, ignore_errors=True)
