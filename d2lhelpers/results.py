@@ -32,15 +32,27 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    """Write to a new file in the same folder, then rename it over ``path``: never half a file."""
+def atomic_write(path: str | os.PathLike, data: str | bytes) -> Path:
+    """Write ``data`` (text as UTF-8, or bytes) to a new file beside ``path``, flush it to disk and
+    rename it over ``path``: a reader never sees half a file. An existing file keeps its
+    permission bits; on any error the temporary file is removed and ``path`` is left as it was.
+    The project's one atomic writer (the batch runner and gpucheck use it too)."""
+    path = Path(path)
+    raw = data.encode('utf-8') if isinstance(data, str) else bytes(data)
     tmp = path.with_name(f'.{path.name}.{uuid.uuid4().hex[:12]}.tmp')
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        tmp.write_text(text, encoding='utf-8')
+        with os.fdopen(fd, 'wb') as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    return path
 
 
 def save_results(results: dict[str, Any], path: str | os.PathLike | None) -> dict[str, Any]:
@@ -59,5 +71,5 @@ def save_results(results: dict[str, Any], path: str | os.PathLike | None) -> dic
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + '\n'
-    _atomic_write(path, text)
+    atomic_write(path, text)
     return data

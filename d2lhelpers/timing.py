@@ -39,9 +39,9 @@ FIXED, WORK = (
 def format_seconds(s: float) -> str:
     """A duration with a readable unit: ``1.234 s``, ``4.567 ms``, ``12.3 µs`` (also ``-4.567 ms``:
     the unit follows the size, whatever the sign)."""
-    if abs(s) >= 1:
+    if abs(s) >= 1 or abs(round(s * 1e3, 3)) >= 1000:  # 0.9999996 s would print 1000.000 ms
         return f'{s:.3f} s'
-    if abs(s) >= 1e-3:
+    if abs(s) >= 1e-3 or abs(round(s * 1e6, 1)) >= 1000:
         return f'{s * 1e3:.3f} ms'
     return f'{s * 1e6:.1f} µs'
 

@@ -18,18 +18,10 @@ from pathlib import Path
 
 import pytest
 
-# The maintainer tools (tools/nbrun, tools/gpucheck) are not installed: the tests and every
-# process they start find them on PYTHONPATH.
-_TOOLS = str(Path(__file__).resolve().parents[1] / 'tools')
-sys.path.insert(0, _TOOLS)
-sys.path.insert(1, str(Path(__file__).resolve().parent))  # tests/runfixtures.py, for every folder
-os.environ['PYTHONPATH'] = os.pathsep.join(
-    [_TOOLS, *filter(None, os.environ.get('PYTHONPATH', '').split(os.pathsep))]
-)
-
-from nbrun.kernel import QUIET_ENV  # noqa: E402
-
-# tests/nb/ (the batch runner's test notebooks) has its own conftest that keeps nbval out of it.
+# The maintainer tools (tools/nbrun, tools/gpucheck) are not installed: the Makefile puts tools/ on
+# PYTHONPATH (the one place), for the tests and every process they start. pytest puts tests/ on
+# sys.path (this file's folder), so every test module imports tests/runfixtures.py.
+from nbrun.kernel import QUIET_ENV
 
 # The tests, their subprocesses and nbval's kernels run in the notebooks' environment (one
 # definition: nbrun.kernel.QUIET_ENV), with the project's own Jupyter kernel.

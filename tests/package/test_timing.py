@@ -39,23 +39,13 @@ class FakeClock:
         return self.instants.pop(0)
 
 
-# The unit follows the size, except that a figure never reads 1000 or more of a smaller unit: one
-# that would round to 1000 ms is printed in s. format_seconds picks the unit before rounding, so
-# it prints '1000.000 ms' and '1000.0 µs'. To be fixed in d2lhelpers/timing.py (not this branch's
-# file); the fix removes this mark, and strict=True makes a fix that forgets it fail.
-ROUNDS_UP = pytest.mark.xfail(
-    strict=True,
-    reason="format_seconds picks the unit before rounding: 0.9999996 prints '1000.000 ms'",
-)
-
-
 @pytest.mark.parametrize(
     'seconds, text',
     [
-        pytest.param(0.9999996, '1.000 s', marks=ROUNDS_UP),
-        pytest.param(-0.9999996, '-1.000 s', marks=ROUNDS_UP),
-        pytest.param(0.00099996, '1.000 ms', marks=ROUNDS_UP),
-        pytest.param(-0.00099996, '-1.000 ms', marks=ROUNDS_UP),
+        (0.9999996, '1.000 s'),
+        (-0.9999996, '-1.000 s'),
+        (0.00099996, '1.000 ms'),
+        (-0.00099996, '-1.000 ms'),
         (0.9999994, '999.999 ms'),  # just under the boundary once rounded: the smaller unit
         (0.00099994, '999.9 µs'),
         (1.0, '1.000 s'),

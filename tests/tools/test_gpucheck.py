@@ -537,10 +537,3 @@ def test_scaling_rule_without_floors():
     assert check.scaling_verdict(kernel) is None
     cpu = [(16, 4.8e-5), (1024, 2.16e-3), (2048, 1.24e-2)]
     assert check.scaling_verdict(cpu) is None
-
-
-def test_built_runs_are_independent():
-    a, b = build_run(), build_run()
-    results(b, EX1)['tf32'] = True
-    assert results(a, EX1)['tf32'] is False
-    assert copy.deepcopy(a) == a

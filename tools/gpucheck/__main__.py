@@ -68,8 +68,6 @@ class Log:
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
-    paths = [str(ROOT / 'tools'), *filter(None, env.get('PYTHONPATH', '').split(os.pathsep))]
-    env['PYTHONPATH'] = os.pathsep.join(dict.fromkeys(paths))
     return env
 
 

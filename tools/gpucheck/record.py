@@ -30,12 +30,12 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from d2lhelpers.results import atomic_write
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / 'd2lhelpers' / 'runs'
@@ -169,14 +169,7 @@ def write_run(run: dict[str, Any], out: Path, *, force: bool = False) -> Path:
     target = out / f'{run["id"]}.json'
     if target.exists() and not force:
         raise RecordError(f'{target} đã có: không ghi đè (thêm --force để ghi đè)')
-    fd, tmp = tempfile.mkstemp(prefix=f'.{run["id"]}.', suffix='.tmp', dir=out)
-    try:
-        with os.fdopen(fd, 'w', encoding='utf-8') as f:
-            f.write(dumps(run))
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(target, dumps(run))
     return target
 
 

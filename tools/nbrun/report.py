@@ -28,7 +28,8 @@ from urllib.parse import quote
 
 import nbformat
 
-from .atomic import atomic_write
+from d2lhelpers.results import atomic_write
+
 from .notebook import tags
 from .summary import ErrorInfo
 

@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .atomic import atomic_write
+from d2lhelpers.results import atomic_write
+
 from .kernel import QUIET_ENV
 
 __all__ = [

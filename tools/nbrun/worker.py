@@ -31,7 +31,8 @@ import nbformat
 import papermill
 from jupyter_client.manager import AsyncKernelManager
 
-from .atomic import atomic_write
+from d2lhelpers.results import atomic_write
+
 from .notebook import one_line, write_notebook
 from .summary import ErrorInfo
 
