@@ -751,7 +751,7 @@ class _Checker:
                 times.get('on_device'),
                 'mức sàn',
                 times.get('floor'),
-                'ghi mọi tham số nhiều việc hơn một phép ghi tầm thường',
+                'ghi mọi tham số nhiều việc hơn cùng số phép ghi trên biến vô hướng',
             )
         results = self.results(EX3) or {}
         times = results.get('median_s') or {}
