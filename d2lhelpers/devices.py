@@ -96,8 +96,10 @@ def ensure_devices(
     ``memory_limit_mb`` each until there are ``n``: by default twice ``need_bytes`` (what one
     device must hold) plus 512 MB for TensorFlow's own buffers, rounded up to 256 MB, and at least
     1024 MB (2048 MB when nothing is said). Without a GPU: the CPU is split into ``n``
-    logical CPUs. Every GPU it does not split gets memory growth (TensorFlow then takes GPU memory
-    as it needs it, instead of all of it on every visible GPU). A line says so whenever it splits.
+    logical CPUs. Every GPU it does not split is asked for memory growth (TensorFlow then takes GPU
+    memory as it needs it, instead of all of it on every visible GPU); TensorFlow 2.21 drops that
+    request on every GPU once one GPU is split (read in its ``context.py``, not yet seen on a
+    GPU). A line says so whenever it splits.
 
     Call it before TensorFlow's runtime starts (first op, device scope, ``env_report()``); again
     with the same arguments, it returns the same devices; with another memory limit, it raises.
