@@ -89,14 +89,12 @@ def ex1(gpu: GPU | None, cpu: CPU) -> dict:
         ):
             break
         cross = n
-    in_floor = cross is not None and cross in near_floor['TF /GPU:0']
     return {
         'sizes': sizes,
         'devices': list(labels),
         'tf32': False,
         'near_floor': near_floor,
-        'crossover_n': None if in_floor else cross,
-        'crossover_in_floor_zone': in_floor,
+        'crossover_n': cross,
         'floor_s': floors,
         'median_s': median,
         'gflops': {lb: r[1] for lb, r in rows.items()},

@@ -57,8 +57,9 @@ a failure of the run.
   tails can overlap); separate GPUs: <= 1.05 x the number of devices, and, when they are the same
   model, >= 0.8x (each matmul has its own GPU and its inputs are copied before the clock starts:
   slower than one GPU doing both means the devices interfere).
-* ``điểm giao``: exercise 1's crossover is not a point of the GPU's floor zone (a guard against
-  a notebook regression: the notebook itself drops such a crossover).
+* ``điểm giao``: exercise 1's crossover agrees with its medians: from ``crossover_n`` on, the
+  fastest GPU beats the fastest CPU beyond the tie band at every common size (a crossover inside
+  the GPU's floor zone is the real crossover of eager code: the floor sets it).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from d2lhelpers.datasheets import GPUSpec, find_spec
-from d2lhelpers.timing import format_seconds
+from d2lhelpers.timing import TIE_BAND, format_seconds
 
 PEAK_MARGIN = 1.05
 FP32_FLOOR = 0.20
@@ -860,33 +861,34 @@ class _Checker:
         )
 
     def crossover(self) -> None:
+        """Exercise 1's crossover agrees with its own medians: from ``crossover_n`` on, the fastest
+        GPU beats the fastest CPU by more than the tie band at every common size (a crossover
+        inside the GPU's floor zone is the real crossover of eager code: the floor sets it)."""
         results = self.results(EX1)
         if results is None or results.get('crossover_n') is None:
             return
         n = results['crossover_n']
-        near = results.get('near_floor')
-        gpu = _gpu_devices(results.get('gflops')) or ['TF /GPU:0']
-        if near is not None:
-            bad = [d for d in gpu if n in (near.get(d) or [])]
-            self.add(
-                EX1,
-                CROSSOVER,
-                not bad,
-                f'crossover_n = {n} là điểm gần mức sàn của {", ".join(bad)}'
-                if bad
-                else f'crossover_n = {n} cách xa mức sàn của GPU',
-            )
-        elif not self.has(EX1, CROSSOVER, results, 'near_floor'):
-            whys = [(d, scaling_verdict(self._matmul_times(EX1, d))) for d in gpu]
-            bad = [(d, w) for d, w in whys if w]
-            self.add(
-                EX1,
-                CROSSOVER,
-                not bad,
-                f'crossover_n = {n} lấy từ các điểm GPU ở mức sàn ({bad[0][0]}: {bad[0][1]})'
-                if bad
-                else f'crossover_n = {n}: các điểm GPU tăng theo khối lượng tính',
-            )
+        times = {d: dict(self._matmul_times(EX1, d)) for d in results.get('median_s') or {}}
+        gpus = [t for d, t in times.items() if 'GPU' in d]
+        cpus = [t for d, t in times.items() if 'GPU' not in d]
+        common = sorted(set.intersection(*(set(t) for t in gpus + cpus))) if gpus and cpus else []
+        if n not in common:
+            self.add(EX1, CROSSOVER, False, f'crossover_n = {n} không phải một n đã đo trên cả hai')
+            return
+        lost = [
+            m
+            for m in common
+            if m >= n and min(t[m] for t in gpus) * TIE_BAND >= min(t[m] for t in cpus)
+        ]
+        self.add(
+            EX1,
+            CROSSOVER,
+            not lost,
+            f'crossover_n = {n}, nhưng ở n = {lost} GPU nhanh nhất không thắng CPU nhanh nhất '
+            f'quá dải hòa {TIE_BAND}x'
+            if lost
+            else f'crossover_n = {n}: từ đó GPU thắng CPU ở mọi n đã đo (quá dải hòa {TIE_BAND}x)',
+        )
 
 
 CHECKS: tuple[Callable[[_Checker], None], ...] = (
