@@ -27,7 +27,9 @@ from .devices import (
     Device, EnvReport, GPUInfo, cpu, ensure_devices, env_report, gpu, num_gpus, try_all_gpus,
     try_gpu,
 )
-from .multiworker import WorkerError, WorkerResult, WorkerTimeout, run_workers, tf_config
+from .multiworker import (
+    NetworkIsolationError, WorkerError, WorkerResult, WorkerTimeout, run_workers, tf_config,
+)
 from .reference import Reference, ReferenceKeyError, reference
 from .results import save_results
 from .timing import (
@@ -37,7 +39,8 @@ from .timing import (
 
 __all__ = [
     'DATASHEETS', 'NEAR_FLOOR', 'TIE_BAND', 'BenchmarkResult', 'Breakdown', 'Comparison', 'Device',
-    'EnvReport', 'GPUInfo', 'GPUSpec', 'Reference', 'ReferenceKeyError', 'Timer', 'WorkerError',
+    'EnvReport', 'GPUInfo', 'GPUSpec', 'NetworkIsolationError', 'Reference', 'ReferenceKeyError',
+    'Timer', 'WorkerError',
     'WorkerResult', 'WorkerTimeout', 'benchmark', 'check_auto', 'check_int', 'check_int_list',
     'check_number', 'check_seconds', 'compare', 'cpu', 'device_name', 'ensure_devices',
     'env_report', 'find_spec', 'format_seconds', 'gpu', 'interleave', 'num_gpus', 'reference',

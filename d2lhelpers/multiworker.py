@@ -1,33 +1,34 @@
-"""``run_workers``: ``n_workers`` processes of ``multiworker_worker.py`` (a training loop under
-``MultiWorkerMirroredStrategy``), each with a ``TF_CONFIG`` naming 127.0.0.1 ports. The network:
+"""``run_workers(script)``: a program (a notebook's training loop under
+``MultiWorkerMirroredStrategy``) run as ``n_workers`` processes on this machine, each with a
+``TF_CONFIG`` naming 127.0.0.1 ports; each writes its weights and losses to a JSON file.
+
 TensorFlow's gRPC server listens on ``0.0.0.0:PORT`` whatever ``TF_CONFIG`` says, without
 authentication: whoever reaches the port runs ops in the worker. So the workers run in a private
 user + network namespace (``unshare --map-root-user --net``) whose only interface is its own
 loopback; where the OS refuses, on the machine's network, after one warning line on stderr naming
-the open ports (``isolate=True`` raises ``NetworkIsolationError`` instead). The processes: this
-file, run as a script, is the launcher (standard library only, inside the namespace). It starts
-the workers, and kills them all (SIGKILL: it cannot be caught, so nothing delays the end) and reaps
-them as soon as one fails or its stdin ends: ``run_workers`` closes it at ``deadline_s``, on any
-exception or KeyboardInterrupt, and the OS does when the caller dies. No process outlives the call.
+the open ports (``isolate=True`` raises ``NetworkIsolationError`` instead). A launcher
+(``_launcher.py``) starts them and kills them all when one fails or when ``run_workers`` says stop:
+at ``deadline_s``, on any exception or KeyboardInterrupt, or when the caller dies.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-WORKER_SCRIPT = Path(__file__).with_name('multiworker_worker.py')
+from ._launcher import free_hosts
+from ._launcher import tf_config as tf_config  # part of this module's interface
+
+LAUNCHER = Path(__file__).with_name('_launcher.py')
 UNSHARE = ['unshare', '--map-root-user', '--net']  # then exec the launcher: it keeps the pid
 ISOLATED_NOTE = (
     'cô lập (network namespace riêng: cổng của các worker chỉ mở bên trong nó, '
@@ -42,15 +43,17 @@ WARNING = (
     'TensorFlow lắng nghe trên mọi địa chỉ mạng của máy này (0.0.0.0, cổng {ports}), không có '
     'xác thực: ai kết nối được tới máy này có thể chạy lệnh trong các tiến trình đó.'
 )
-_POLL_S, _STOP_GRACE_S = 0.05, 10.0  # s
+STOP_GRACE_S = 10.0  # how long the launcher gets to kill and reap its workers once told to stop
 
 
 class WorkerError(RuntimeError):
     """A worker failed (or the deadline passed); every worker has been killed and reaped."""
 
-    def __init__(self, message, *, pids, exit_codes, stderr, network=None, launcher_pid=None):
+    def __init__(
+        self, message, *, pids=(), exit_codes=(), logs=(), network=None, launcher_pid=None
+    ):
         super().__init__(message)
-        self.pids, self.exit_codes, self.stderr = pids, exit_codes, stderr
+        self.pids, self.exit_codes, self.logs = list(pids), list(exit_codes), list(logs)
         self.network, self.launcher_pid = network, launcher_pid
 
 
@@ -64,8 +67,8 @@ class NetworkIsolationError(WorkerError):
 
 @dataclass(frozen=True)
 class WorkerResult:
-    weights: list[list]  # weights[i]: worker i's model.get_weights() (NumPy arrays)
-    losses: list[list[float]]  # losses[i][step]: the global loss worker i saw
+    weights: list[list]  # weights[i]: the weights worker i wrote (NumPy arrays)
+    losses: list[list[float]]  # losses[i][step]: the loss worker i wrote for each step
     exit_codes: list[int]
     pids: list[int]
     hosts: list[str]  # the cluster, as in TF_CONFIG
@@ -95,32 +98,6 @@ class WorkerResult:
         )
 
 
-def tf_config(hosts: Sequence[str], index: int) -> dict:
-    """The ``TF_CONFIG`` of worker ``index`` in a cluster of ``hosts`` (``"host:port"`` each)."""
-    if not 0 <= index < len(hosts):
-        raise ValueError(f'`index` phải nằm trong [0, {len(hosts)}), nhận được {index}')
-    return {'cluster': {'worker': list(hosts)}, 'task': {'type': 'worker', 'index': index}}
-
-
-def _hosts(n: int) -> list[str]:
-    """``n`` distinct free ports on 127.0.0.1 (all sockets open at once), as ``host:port``."""
-    socks = [socket.create_server(('127.0.0.1', 0)) for _ in range(n)]
-    hosts = [f'127.0.0.1:{s.getsockname()[1]}' for s in socks]
-    for s in socks:
-        s.close()
-    return hosts
-
-
-def _json(path: Path, data: object = None) -> object:
-    """Write ``data`` to ``path`` (read only once the launcher has ended), or read it (None)."""
-    if data is not None:
-        return path.write_text(json.dumps(data), encoding='utf-8')
-    try:
-        return json.loads(path.read_text(encoding='utf-8'))
-    except FileNotFoundError:
-        return None
-
-
 def _tail(path: Path, lines: int = 3) -> str:
     try:
         return '\n'.join(path.read_text(errors='replace').strip().splitlines()[-lines:])
@@ -128,199 +105,166 @@ def _tail(path: Path, lines: int = 3) -> str:
         return ''
 
 
-# --- the launcher (run as a script: standard library only) -------------------------------------
+def _read_json(path: Path) -> dict | None:
+    return json.loads(path.read_text(encoding='utf-8')) if path.exists() else None
 
 
-def _private_loopback(caller_ns: str) -> None:
-    """Check that this is a namespace of its own, bring ``lo`` up and check TCP on it."""
-    import fcntl
-    import struct
-
-    if os.readlink('/proc/self/ns/net') == caller_ns:
-        raise OSError('namespace mạng không riêng: đây là mạng của máy')
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:  # ioctls of <linux/sockios.h>
-        flags = struct.unpack('16sH22x', fcntl.ioctl(s, 0x8913, struct.pack('16sH22x', b'lo', 0)))
-        fcntl.ioctl(s, 0x8914, struct.pack('16sH22x', b'lo', flags[1] | 1))  # IFF_UP
-    with socket.create_server(('127.0.0.1', 0)) as server:
-        socket.create_connection(server.getsockname(), timeout=10).close()
-
-
-def _launch(out: Path, spec: dict) -> int:
-    stop: list[int] = []  # a flag set by SIGTERM/SIGHUP/SIGINT: Popen is never cut half-way
-    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(signum, lambda signum, frame: stop.append(signum))
-    try:
-        if spec['caller_ns']:
-            _private_loopback(spec['caller_ns'])
-    except OSError as err:
-        sys.exit(f'không dựng được mạng riêng: {err}')
-    (out / 'net-ready').touch()
-    hosts = spec['hosts'] or _hosts(len(spec['cmds']))
-    procs: list[subprocess.Popen] = []
-    orphaned = False  # stdin ended without the caller's word: the caller died, nobody cleans up
-    try:
-        for i, cmd in enumerate(spec['cmds']):
-            env = {**os.environ, 'TF_CONFIG': json.dumps(tf_config(hosts, i))}
-            with open(out / f'worker{i}.stderr', 'w') as f:
-                procs.append(subprocess.Popen(cmd, env=env, stdin=-3, stdout=f, stderr=f))
-        _json(out / 'launch.json', {'pids': [p.pid for p in procs], 'hosts': hosts})
-        while not stop and all(p.poll() in (None, 0) for p in procs):
-            if all(p.poll() == 0 for p in procs):
-                break
-            if select.select([sys.stdin], [], [], _POLL_S)[0]:  # the caller's word, or its end
-                orphaned = not os.read(0, 4096)
-                break
-    finally:  # every way out: no worker outlives the launcher
-        killed = [i for i, p in enumerate(procs) if p.poll() is None]
-        for p in procs:
-            p.kill()  # does nothing to a process that has ended
-            p.wait()
-    codes = [p.returncode for p in procs]
-    failed = next((i for i, c in enumerate(codes) if c and i not in killed), None)
-    _json(out / 'status.json', {'codes': codes, 'failed': failed, 'killed': killed})
-    if orphaned:
-        shutil.rmtree(out, ignore_errors=True)
-    return 0
-
-
-# --- the caller's side ---------------------------------------------------------------------------
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """Stop the launcher (a byte, then EOF; EOF alone: we died) and reap it, or SIGKILL it."""
-    try:
-        if not proc.stdin.closed:  # a second call only waits
-            proc.stdin.write(b'.')
-        proc.stdin.close()
-        proc.wait(_STOP_GRACE_S)
-    except (subprocess.TimeoutExpired, BrokenPipeError):  # BrokenPipeError: it had ended
-        pass
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
-def run_workers(
-    n_workers: int = 2,
-    *,
-    steps: int = 5,
-    global_batch: int = 64,
-    seed: int = 0,
-    deadline_s: float = 120.0,
-    cpu_only: bool = True,
-    isolate: bool | None = None,
-    worker_args: Mapping[int, Sequence[str]] | None = None,
-) -> WorkerResult:
-    """Train one small model with ``n_workers`` processes. ``deadline_s`` bounds the run
-    (``WorkerTimeout``); ``worker_args``: extra arguments, e.g. ``{1: ['--delay-start', '60']}``;
-    ``isolate``: None (private network, or shared with a warning), True, False (shared)."""
-    from .checks import check_int, check_seconds
-
-    n_workers = check_int('n_workers', n_workers, 1)
-    steps, seed = check_int('steps', steps, 1), check_int('seed', seed, 0)
-    if check_int('global_batch', global_batch, 1) % n_workers:
-        raise ValueError(f'tham số `global_batch` phải chia hết cho {n_workers}: {global_batch}')
-    deadline_s = check_seconds('deadline_s', deadline_s)
-    if not (isolate is None or isinstance(isolate, bool)):
-        raise TypeError(f'tham số `isolate` phải là None, True hoặc False, nhận được {isolate!r}')
-    worker_args = dict(worker_args or {})
-    bad = [i for i, a in worker_args.items() if isinstance(a, (str, bytes)) or type(i) is not int]
-    if bad or not all(0 <= i < n_workers for i in worker_args):
-        raise ValueError(f'tham số `worker_args` phải là {{worker: [tham số]}}: {worker_args!r}')
-
-    env = {**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '2', 'TF_ENABLE_ONEDNN_OPTS': '0'}
-    env |= {'CUDA_VISIBLE_DEVICES': ''} if cpu_only else {}
-    with tempfile.TemporaryDirectory(prefix='d2l-multiworker-') as tmp:
-        out, launcher, start, py = Path(tmp), None, time.monotonic(), sys.executable
-        args = [py, str(WORKER_SCRIPT), '--out', tmp, '--steps', str(steps), '--seed', str(seed)]
-        args += ['--global-batch', str(global_batch)]
-        cmds = [args + [str(a) for a in worker_args.get(i, [])] for i in range(n_workers)]
-
-        def watch(prefix: list[str], caller_ns: str | None, hosts: list | None) -> bool:
-            nonlocal launcher  # the launcher, in its own session, its stdin a pipe only we hold
-            spec = json.dumps({'cmds': cmds, 'caller_ns': caller_ns, 'hosts': hosts})
-            with open(out / 'launcher.log', 'w') as f:
-                launcher = subprocess.Popen(
-                    [*prefix, py, str(Path(__file__).resolve()), tmp, spec],
-                    env=env, stdin=subprocess.PIPE, stdout=f, stderr=f, start_new_session=True,
-                )  # fmt: skip
-            try:  # Popen.wait(timeout) polls: a KeyboardInterrupt gets through
-                launcher.wait(start + deadline_s - time.monotonic())
-            except subprocess.TimeoutExpired:
-                return True  # the deadline passed
-            return False
-
-        try:
-            timed_out, reason = False, 'isolate=False'
-            if isolate is not False and not sys.platform.startswith('linux'):
-                reason = f'{sys.platform} không có network namespace của Linux'
-            elif isolate is not False and shutil.which(UNSHARE[0]) is None:
-                reason = f'không tìm thấy lệnh `{UNSHARE[0]}`'
-            elif isolate is not False:
-                timed_out = watch(UNSHARE, os.readlink('/proc/self/ns/net'), None)
-                reason = None if timed_out or (out / 'net-ready').exists() else 'refused'
-                if reason:
-                    last = _tail(out / 'launcher.log', 1)
-                    reason = 'không tạo được network namespace riêng' + (': ' * bool(last)) + last
-                    _stop(launcher)
-            if reason and isolate:
-                raise NetworkIsolationError(
-                    f'không chạy được các worker trong mạng riêng: {reason}; '
-                    '`isolate=None` sẽ chạy chúng trên mạng của máy (kèm cảnh báo)',
-                    pids=[], exit_codes=[], stderr=[], launcher_pid=launcher and launcher.pid,
-                )  # fmt: skip
-            if reason:
-                hosts = _hosts(n_workers)
-                ports = ', '.join(h.rsplit(':', 1)[1] for h in hosts)
-                warning = WARNING.format(
-                    reason=reason, deadline_s=deadline_s, n=n_workers, ports=ports
-                )
-                print(warning, file=sys.stderr, flush=True)
-                timed_out = watch([], None, hosts)
-            elapsed = time.monotonic() - start
-        finally:  # normal end, error, KeyboardInterrupt: nothing is left behind
-            if launcher is not None:
-                _stop(launcher)
-
-        network, cls, message = 'shared' if reason else 'isolated', WorkerError, None
-        launch, status = _json(out / 'launch.json') or {}, _json(out / 'status.json')
-        pids = launch.get('pids', [])
-        codes = status['codes'] if status else [None] * len(pids)
-        if timed_out:
-            killed = status['killed'] if status else list(range(len(pids)))
-            cls, message = (
-                WorkerTimeout,
-                f'quá hạn {deadline_s:g} s: đã dừng (SIGKILL) worker {killed}',
-            )
-        elif status is None:
-            message = f'bộ khởi động worker thoát với mã {launcher.returncode}: '
-            message += _tail(out / 'launcher.log', 1)
-        elif (i := status['failed']) is not None:
-            message = f'worker {i} thoát với mã {codes[i]}; đã dừng (SIGKILL) mọi worker còn lại'
-        elif len(codes) != n_workers or any(codes):
-            message = 'bộ khởi động worker bị dừng trước khi các worker xong'
-        if message:
-            tails = [_tail(out / f'worker{i}.stderr') for i in range(len(pids))]
-            for i, (c, t) in enumerate(zip(codes, tails, strict=True)):
-                message += f'\n  worker {i}: mã thoát {c}' + (
-                    t and ', stderr: ' + t.splitlines()[-1]
-                )
-            kw = dict(pids=pids, exit_codes=codes, stderr=tails, launcher_pid=launcher.pid)
-            raise cls(message, network=network, **kw)
-        import numpy as np
-
-        weights, losses = [], []
-        for i in range(n_workers):
-            with np.load(out / f'worker{i}.npz') as data:
-                weights.append([data[f'w{j}'] for j in range(len(data.files) - 1)])
-                losses.append([float(v) for v in data['losses']])
-        note = SHARED_NOTE.format(reason=reason) if reason else ISOLATED_NOTE
-        hosts = launch['hosts']
-        return WorkerResult(
-            weights, losses, codes, pids, hosts, elapsed, network, note, launcher.pid
+def _start(folder: Path, cmds: list, env: dict, prefix: list, caller_ns, hosts) -> subprocess.Popen:
+    """The launcher, in its own session, its stdin a pipe that only this process holds."""
+    spec = json.dumps({'cmds': cmds, 'caller_ns': caller_ns, 'hosts': hosts})
+    with open(folder / 'launcher.log', 'w') as log:
+        return subprocess.Popen(
+            [*prefix, sys.executable, str(LAUNCHER), str(folder), spec],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
         )
 
 
-if __name__ == '__main__':
-    sys.exit(_launch(Path(sys.argv[1]), json.loads(sys.argv[2])))
+def _timed_out(launcher: subprocess.Popen, until: float) -> bool:
+    """Wait for the launcher to end, at most until ``until`` (``time.monotonic()``)."""
+    try:  # Popen.wait(timeout) polls: a KeyboardInterrupt gets through
+        launcher.wait(max(0.0, until - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return True
+    return False
+
+
+def _stop(launcher: subprocess.Popen) -> None:
+    """Tell the launcher to stop (a byte, then the end of its stdin) and reap it, or SIGKILL its
+    whole session. A second call only waits."""
+    try:
+        if not launcher.stdin.closed:
+            launcher.stdin.write(b'.')
+        launcher.stdin.close()
+        launcher.wait(STOP_GRACE_S)
+    except (subprocess.TimeoutExpired, BrokenPipeError):  # BrokenPipeError: it had ended
+        pass
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait()
+
+
+def _why_not_isolated(isolate: bool | None) -> str | None:
+    """Why the private namespace will not even be tried (None: it will be)."""
+    if isolate is False:
+        return 'isolate=False'
+    if not sys.platform.startswith('linux'):
+        return f'{sys.platform} không có network namespace của Linux'
+    if shutil.which(UNSHARE[0]) is None:
+        return f'không tìm thấy lệnh `{UNSHARE[0]}`'
+    return None
+
+
+def _run(folder: Path, cmds: list, env: dict, isolate: bool | None, deadline_s: float):
+    """Run the workers through a launcher: in a private network namespace if possible, else on
+    the machine's network (with a warning, or ``NetworkIsolationError`` if ``isolate``). Returns
+    (launcher, isolated, why not isolated, timed out) once every launcher has been stopped."""
+    until, launchers = time.monotonic() + deadline_s, []
+    try:
+        why, isolated, timed_out = _why_not_isolated(isolate), False, False
+        if why is None:
+            caller_ns = os.readlink('/proc/self/ns/net')
+            launchers.append(_start(folder, cmds, env, UNSHARE, caller_ns, None))
+            timed_out = _timed_out(launchers[-1], until)
+            isolated = timed_out or (folder / 'net-ready').exists()
+            if not isolated:
+                _stop(launchers[-1])
+                log = _tail(folder / 'launcher.log', 1)
+                why = 'không tạo được network namespace riêng' + (log and ': ' + log)
+        if not isolated and isolate:
+            raise NetworkIsolationError(
+                f'không chạy được các worker trong mạng riêng: {why}; '
+                '`isolate=None` sẽ chạy chúng trên mạng của máy (kèm cảnh báo)',
+                launcher_pid=launchers[-1].pid if launchers else None,
+            )
+        if not isolated:
+            hosts = free_hosts(len(cmds))
+            ports = ', '.join(h.rsplit(':', 1)[1] for h in hosts)
+            warning = WARNING.format(reason=why, deadline_s=deadline_s, n=len(cmds), ports=ports)
+            print(warning, file=sys.stderr, flush=True)
+            launchers.append(_start(folder, cmds, env, [], None, hosts))
+            timed_out = _timed_out(launchers[-1], until)
+    finally:  # normal end, error, KeyboardInterrupt: nothing is left behind
+        for launcher in launchers:
+            _stop(launcher)
+    return launchers[-1], isolated, why, timed_out
+
+
+def _failure(folder: Path, n: int, launcher: subprocess.Popen, timed_out: bool, deadline_s):
+    """What went wrong in a run whose launcher has ended, as (error class, message), or None."""
+    status = _read_json(folder / 'status.json')
+    if timed_out:
+        killed = f'worker {status["killed"]}' if status else 'mọi worker'
+        return WorkerTimeout, f'quá hạn {deadline_s:g} s: đã dừng (SIGKILL) {killed}'
+    if status is None:
+        log = _tail(folder / 'launcher.log', 1)
+        return WorkerError, f'bộ khởi động worker thoát với mã {launcher.returncode}: {log}'
+    if status['failed'] is not None:
+        i, code = status['failed'], status['codes'][status['failed']]
+        return WorkerError, f'worker {i} thoát với mã {code}; đã dừng (SIGKILL) mọi worker còn lại'
+    if len(status['codes']) != n or any(status['codes']):
+        return WorkerError, 'bộ khởi động worker bị dừng trước khi các worker xong'
+    missing = [i for i in range(n) if not (folder / f'worker{i}.json').exists()]
+    if missing:
+        return WorkerError, f'worker {missing} thoát với mã 0 nhưng không ghi worker<i>.json'
+    return None
+
+
+def run_workers(
+    script: str | os.PathLike,
+    n_workers: int = 2,
+    *,
+    args: Sequence = (),
+    deadline_s: float = 120.0,
+    cpu_only: bool = True,
+    isolate: bool | None = None,
+) -> WorkerResult:
+    """Run ``python script *args`` as ``n_workers`` workers in one temporary working folder, each
+    with the ``TF_CONFIG`` of its index; each must write ``worker<index>.json`` there:
+    ``{"weights": [...], "losses": [...]}`` (lists of numbers). ``deadline_s`` bounds the run
+    (``WorkerTimeout``); ``cpu_only`` hides the GPUs from the workers; ``isolate``: None (private
+    network, else shared with a warning), True (private or ``NetworkIsolationError``), False."""
+    from .checks import check_int, check_seconds
+
+    script = Path(script).resolve()
+    if not script.is_file():
+        raise FileNotFoundError(f'không có chương trình worker {str(script)!r}')
+    n_workers = check_int('n_workers', n_workers, 1)
+    deadline_s = check_seconds('deadline_s', deadline_s)
+    if not (isolate is None or isinstance(isolate, bool)):
+        raise TypeError(f'tham số `isolate` phải là None, True hoặc False, nhận được {isolate!r}')
+    if isinstance(args, (str, bytes)):
+        raise TypeError(f'tham số `args` phải là một dãy tham số, nhận được {args!r}')
+    cmds = [[sys.executable, str(script), *map(str, args)]] * n_workers
+    env = {**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '2', 'TF_ENABLE_ONEDNN_OPTS': '0'}
+    env |= {'CUDA_VISIBLE_DEVICES': ''} if cpu_only else {}
+    with tempfile.TemporaryDirectory(prefix='d2l-multiworker-') as tmp:
+        folder, start = Path(tmp), time.monotonic()
+        launcher, isolated, why, timed_out = _run(folder, cmds, env, isolate, deadline_s)
+        elapsed = time.monotonic() - start
+        network = 'isolated' if isolated else 'shared'
+        pids = (_read_json(folder / 'launch.json') or {}).get('pids', [])
+        codes = (_read_json(folder / 'status.json') or {}).get('codes', [None] * len(pids))
+        failure = _failure(folder, n_workers, launcher, timed_out, deadline_s)
+        if failure:
+            error, message = failure
+            logs = [_tail(folder / f'worker{i}.log') for i in range(len(pids))]
+            for i, (code, log) in enumerate(zip(codes, logs, strict=True)):
+                message += f'\n  worker {i}: mã thoát {code}'
+                message += log and ', log: ' + log.splitlines()[-1]
+            kw = dict(pids=pids, exit_codes=codes, logs=logs, launcher_pid=launcher.pid)
+            raise error(message, network=network, **kw)
+        import numpy as np
+
+        outputs = [_read_json(folder / f'worker{i}.json') for i in range(n_workers)]
+        weights = [[np.asarray(w) for w in out['weights']] for out in outputs]
+        losses = [[float(v) for v in out['losses']] for out in outputs]
+        hosts = _read_json(folder / 'launch.json')['hosts']
+        note = ISOLATED_NOTE if isolated else SHARED_NOTE.format(reason=why)
+        return WorkerResult(
+            weights, losses, codes, pids, hosts, elapsed, network, note, launcher.pid
+        )

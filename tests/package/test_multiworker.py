@@ -1,16 +1,19 @@
 """run_workers: equal weights, worker ports off the network, no process left when anything fails.
 
 One test trains for real (two TensorFlow processes) in the default mode, the private network
-namespace on Linux: a wrapper of the worker script holds the workers once their gRPC servers run,
-while the test reads the TCP socket tables of both network namespaces. Its control, with
-``isolate=False``, reads the same tables while stand-in workers listen where TensorFlow's servers
-would (every address, the ports of ``TF_CONFIG``) without importing TensorFlow. The others fail on
-purpose with workers that never import TensorFlow (a bad argument, or ``--delay-start 600``).
-Every wait is for an event; no sleep serves as synchronisation.
+namespace on Linux, with the worker program of notebooks/data-parallel.ipynb, built by the
+notebook's own cells: a wrapper holds the workers once their gRPC servers run, while the test reads
+the TCP socket tables of both network namespaces. Its control, with ``isolate=False``, reads the
+same tables while stand-in workers listen where TensorFlow's servers would (every address, the
+ports of ``TF_CONFIG``) without importing TensorFlow. The others fail on purpose with a stand-in
+that never imports TensorFlow: each worker sleeps, fails or exits as its argument says. Every wait
+is for an event; no sleep serves as synchronisation.
 """
 
 from __future__ import annotations
 
+import json
+import linecache
 import math
 import os
 import signal
@@ -32,10 +35,24 @@ from d2lhelpers.multiworker import (
     run_workers,
 )
 
-SCRIPTS = (multiworker.WORKER_SCRIPT.name, Path(multiworker.__file__).name)
-SLEEPING = ['--delay-start', '600']  # a worker that sleeps before importing TensorFlow
+NOTEBOOK = Path(__file__).resolve().parents[2] / 'notebooks' / 'data-parallel.ipynb'
+# The notebook's cells that build its worker program (`worker_program`), in order.
+PRODUCER_CELLS = ('parameters', 'data', 'custom-loop', 'worker-program')
+STANDIN_NAME = 'standin_worker.py'
+SCRIPTS = (STANDIN_NAME, multiworker.LAUNCHER.name)
+# A stand-in worker without TensorFlow: worker i does what its argument sys.argv[1 + i] says:
+# 'fail' (exit 1 with a message), or sleep that many seconds, then exit 0 without a result.
+STANDIN = """
+import json, os, sys, time
+index = json.loads(os.environ['TF_CONFIG'])['task']['index']
+plan = sys.argv[1 + index]
+if plan == 'fail':
+    sys.exit(f'worker {index}: lỗi do test')
+time.sleep(float(plan))
+"""
+SLEEPING = ['600', '600']  # both workers sleep far past any deadline, as a stuck worker would
 REFUSED = 'unshare: unshare failed: Operation not permitted'  # e.g. Docker's default
-# Runs the real worker, but holds it once its gRPC server runs until $MW_TEST_DIR/go exists.
+# Runs the real worker program, but holds it once its gRPC server runs until $MW_TEST_DIR/go exists.
 HOLD = """
 import os, runpy, sys, time
 import tensorflow as tf
@@ -54,16 +71,41 @@ runpy.run_path(REAL, run_name='__main__')
 # address, the port of TF_CONFIG) until $MW_TEST_DIR/go exists, then writes a result and exits 0.
 LISTEN = """
 import json, os, socket, sys, time
-import numpy as np
 d, config = os.environ['MW_TEST_DIR'], json.loads(os.environ['TF_CONFIG'])
 index = config['task']['index']
 server = socket.create_server(('', int(config['cluster']['worker'][index].rsplit(':', 1)[1])))
 open(f'{d}/{os.getpid()}.up', 'x').close()
 while not os.path.exists(d + '/go'):
     time.sleep(0.05)
-out = sys.argv[sys.argv.index('--out') + 1]
-np.savez(f'{out}/worker{index}.npz', losses=np.array([1.0]), w0=np.zeros(2, 'float32'))
+with open(f'worker{index}.json', 'w') as f:
+    json.dump({'losses': [1.0], 'weights': [[0.0, 0.0]]}, f)
 """
+
+
+def notebook_worker_program() -> str:
+    """``worker_program`` as the notebook builds it: its producer cells run in order in one
+    namespace, each compiled under its own name and kept in ``linecache``, as IPython does (the
+    last cell reads the lesson's functions back with ``inspect.getsource``)."""
+    import inspect
+
+    import keras
+    import tensorflow as tf
+
+    cells = json.loads(NOTEBOOK.read_text(encoding='utf-8'))['cells']
+    sources = {c['id']: ''.join(c['source']) for c in cells}
+    namespace = {'inspect': inspect, 'keras': keras, 'np': np, 'tf': tf}
+    for cell_id in PRODUCER_CELLS:
+        name, source = f'<data-parallel.ipynb, cell {cell_id}>', sources[cell_id]
+        linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+        exec(compile(source, name, 'exec'), namespace)
+    return namespace['worker_program']
+
+
+@pytest.fixture
+def standin(tmp_path: Path) -> Path:
+    script = tmp_path / STANDIN_NAME
+    script.write_text(STANDIN)
+    return script
 
 
 @pytest.fixture(scope='module')
@@ -129,18 +171,15 @@ def _socket_inodes(pid: int) -> set[int]:
     return {int(t[8:-1]) for t in links if t.startswith('socket:[')}
 
 
-def _held_run(script: Path, isolate: bool | None, monkeypatch, tmp_path: Path) -> dict:
+def _held_run(script: Path, args: list, isolate: bool | None, monkeypatch, tmp_path: Path) -> dict:
     """Run 2 workers of ``script`` (which writes ``<pid>.up`` and waits for ``go``); while both
     wait, read the socket tables of their namespace and of ours."""
-    monkeypatch.setattr(multiworker, 'WORKER_SCRIPT', script)
     monkeypatch.setenv('MW_TEST_DIR', str(tmp_path))
     box: dict = {}
 
     def run() -> None:
         try:
-            box['result'] = run_workers(
-                2, steps=3, global_batch=32, deadline_s=300, isolate=isolate
-            )
+            box['result'] = run_workers(script, 2, args=args, deadline_s=300, isolate=isolate)
         except BaseException as err:  # handed to the test's thread
             box['error'] = err
 
@@ -172,17 +211,20 @@ def _held_run(script: Path, isolate: bool | None, monkeypatch, tmp_path: Path) -
     return box
 
 
-def test_training_run_ports_visibility_and_equal_weights(
-    isolated_here, tmp_path, monkeypatch, capsys
+def test_the_notebook_program_trains_with_equal_weights_off_the_network(
+    isolated_here, tmp_path, monkeypatch, capsys, tf
 ):
     if sys.platform.startswith('linux'):
         assert isolated_here  # on Linux (CI) the default must be the private namespace
+    program = tmp_path / 'worker.py'
+    program.write_text(notebook_worker_program())
     wrapper = tmp_path / 'hold.py'
-    wrapper.write_text(f'REAL = {str(multiworker.WORKER_SCRIPT)!r}\n{HOLD}')
-    box = _held_run(wrapper, None, monkeypatch, tmp_path)
+    wrapper.write_text(f'REAL = {str(program)!r}\n{HOLD}')
+    box = _held_run(wrapper, [32, 1], None, monkeypatch, tmp_path)  # global_batch, epochs
     result = box['result']
     assert result.equal and result.max_abs_diff == 0.0
-    assert len(result.losses[0]) == 3 and result.losses[0] == result.losses[1]
+    assert [w.shape for w in result.weights[0]] == [(16, 32), (32,), (32, 1), (1,)]
+    assert len(result.losses[0]) == 4 and result.losses[0] == result.losses[1]  # 4 batches
     assert all(math.isfinite(v) for v in result.losses[0])
     warnings = [x for x in capsys.readouterr().err.splitlines() if x.startswith('CẢNH BÁO')]
     if isolated_here:
@@ -197,14 +239,14 @@ def test_training_run_ports_visibility_and_equal_weights(
 def test_isolate_false_exposes_the_worker_ports(tmp_path, monkeypatch, capsys):
     """The control of the test above: the same reading does see the servers when they are
     exposed (stand-in workers, listening as TensorFlow's would), and the warning names them."""
-    script = tmp_path / multiworker.WORKER_SCRIPT.name
+    script = tmp_path / 'listen.py'
     script.write_text(LISTEN)
-    box = _held_run(script, False, monkeypatch, tmp_path)
+    box = _held_run(script, [], False, monkeypatch, tmp_path)
     result = box['result']
     assert box['ns'] == {os.readlink('/proc/self/ns/net')}
     listening_here = {r[3] for r in box['ours'] if r[2] == '0A'}
     assert {r[3] for r in box['servers']} <= listening_here
-    assert result.network == 'shared'
+    assert result.network == 'shared' and result.losses == [[1.0], [1.0]]
     assert str(result).endswith('; mạng: ' + SHARED_NOTE.format(reason='isolate=False'))
     p0, p1 = (h.rsplit(':', 1)[1] for h in result.hosts)
     assert capsys.readouterr().err.splitlines() == [
@@ -215,35 +257,38 @@ def test_isolate_false_exposes_the_worker_ports(tmp_path, monkeypatch, capsys):
     ]
 
 
-def test_worker_that_fails_to_start_stops_the_others(isolate, isolated_here, capsys):
-    with pytest.raises(WorkerError, match=r'worker 1 thoát với mã 2') as info:
-        run_workers(2, isolate=isolate, worker_args={0: SLEEPING, 1: ['--bad']}, deadline_s=60)
+def test_worker_that_fails_stops_the_others(standin, isolate, isolated_here, capsys):
+    with pytest.raises(WorkerError, match=r'worker 1 thoát với mã 1') as info:
+        run_workers(standin, 2, args=['600', 'fail'], isolate=isolate, deadline_s=60)
     err = info.value
     assert not isinstance(err, WorkerTimeout)
-    assert err.exit_codes == [-9, 2]  # worker 0 killed, not left waiting
+    assert err.exit_codes == [-9, 1]  # worker 0 killed, not left waiting
     assert str(err).splitlines()[1:] == [
         '  worker 0: mã thoát -9',
-        '  worker 1: mã thoát 2, stderr: multiworker_worker.py: error: unrecognized arguments: '
-        '--bad',
+        '  worker 1: mã thoát 1, log: worker 1: lỗi do test',
     ]
-    assert 'unrecognized arguments' in err.stderr[1]
     assert err.network == _network(isolate, isolated_here)
     assert ('CẢNH BÁO' in capsys.readouterr().err) == (err.network == 'shared')
     _assert_nothing_left(err.pids, 2, err.launcher_pid)
 
 
-def test_deadline_kills_every_worker(isolate, isolated_here):
+def test_a_worker_that_writes_no_result_is_an_error(standin):
+    with pytest.raises(WorkerError, match=r'worker \[0, 1\] thoát với mã 0 nhưng không ghi'):
+        run_workers(standin, 2, args=['0', '0'], deadline_s=60)
+
+
+def test_deadline_kills_every_worker(standin, isolate, isolated_here):
     # Both workers sleep far past the deadline, as a worker waiting forever for its peer would.
     with pytest.raises(
         WorkerTimeout, match=r'quá hạn 1.5 s: đã dừng \(SIGKILL\) worker \[0, 1\]'
     ) as info:
-        run_workers(2, isolate=isolate, worker_args={0: SLEEPING, 1: SLEEPING}, deadline_s=1.5)
+        run_workers(standin, 2, args=SLEEPING, isolate=isolate, deadline_s=1.5)
     assert info.value.exit_codes == [-9, -9]
     assert info.value.network == _network(isolate, isolated_here)
     _assert_nothing_left(info.value.pids, 2, info.value.launcher_pid)
 
 
-def test_keyboard_interrupt_leaves_nothing_behind(isolate):
+def test_keyboard_interrupt_leaves_nothing_behind(standin, isolate):
     seen: dict = {}
 
     def interrupt() -> None:  # once both workers run, as a Jupyter "interrupt" would
@@ -259,17 +304,17 @@ def test_keyboard_interrupt_leaves_nothing_behind(isolate):
     try:
         threading.Thread(target=interrupt, daemon=True).start()
         with pytest.raises(KeyboardInterrupt):
-            run_workers(2, isolate=isolate, worker_args={0: SLEEPING, 1: SLEEPING}, deadline_s=60)
+            run_workers(standin, 2, args=SLEEPING, isolate=isolate, deadline_s=60)
     finally:
         signal.signal(signal.SIGINT, previous)
     _assert_nothing_left(seen['pids'], 2, seen['sid'])
 
 
-def test_workers_die_with_the_calling_process(isolate):
+def test_workers_die_with_the_calling_process(standin, isolate):
     # run_workers' process is killed (SIGKILL: no finally runs): its launcher sees the end of its
     # stdin, kills the workers and removes the temporary folder.
-    code = f'from d2lhelpers import run_workers; run_workers(2, isolate={isolate!r}, '
-    code += f'worker_args={{0: {SLEEPING!r}, 1: {SLEEPING!r}}})'
+    code = f'from d2lhelpers import run_workers; run_workers({str(standin)!r}, 2, '
+    code += f'args={SLEEPING!r}, isolate={isolate!r})'
     caller = subprocess.Popen([sys.executable, '-c', code], cwd=Path(__file__).parents[2])
     while len(workers := _workers_under(caller.pid)) < 2:
         assert caller.poll() is None, 'run_workers ended before its workers started'
@@ -287,11 +332,11 @@ def test_workers_die_with_the_calling_process(isolate):
     assert not out.exists()  # the launcher removed the caller's temporary folder
 
 
-def test_refused_namespace_falls_back_with_a_warning(monkeypatch, capsys):
+def test_refused_namespace_falls_back_with_a_warning(standin, monkeypatch, capsys):
     monkeypatch.setattr(multiworker, 'UNSHARE', [sys.executable, '-c', f'exit({REFUSED!r})'])
-    with pytest.raises(WorkerError, match=r'worker 1 thoát với mã 2') as info:
-        run_workers(2, worker_args={0: SLEEPING, 1: ['--bad']}, deadline_s=60)
-    assert (info.value.network, info.value.exit_codes) == ('shared', [-9, 2])
+    with pytest.raises(WorkerError, match=r'worker 1 thoát với mã 1') as info:
+        run_workers(standin, 2, args=['600', 'fail'], deadline_s=60)
+    assert (info.value.network, info.value.exit_codes) == ('shared', [-9, 1])
     _assert_nothing_left(info.value.pids, 2, info.value.launcher_pid)
     (warning,) = capsys.readouterr().err.splitlines()
     assert warning.startswith(
@@ -300,7 +345,7 @@ def test_refused_namespace_falls_back_with_a_warning(monkeypatch, capsys):
         '(0.0.0.0, cổng '
     )
     with pytest.raises(NetworkIsolationError, match='Operation not permitted') as info:
-        run_workers(2, isolate=True, worker_args={0: SLEEPING, 1: SLEEPING}, deadline_s=60)
+        run_workers(standin, 2, args=SLEEPING, isolate=True, deadline_s=60)
     assert info.value.pids == [] and capsys.readouterr().err == ''
     _assert_nothing_left([], 0, info.value.launcher_pid)
 
@@ -310,10 +355,12 @@ def test_refused_namespace_falls_back_with_a_warning(monkeypatch, capsys):
     [(['env'], 'namespace mạng không riêng'), (['no-such-unshare'], 'không tìm thấy lệnh')],
     ids=['not-private', 'missing'],
 )
-def test_isolate_true_refuses_a_namespace_that_is_not_private(monkeypatch, capsys, unshare, match):
+def test_isolate_true_refuses_a_namespace_that_is_not_private(
+    standin, monkeypatch, capsys, unshare, match
+):
     monkeypatch.setattr(multiworker, 'UNSHARE', unshare)
     with pytest.raises(NetworkIsolationError, match=match) as info:
-        run_workers(2, isolate=True, worker_args={0: SLEEPING, 1: SLEEPING}, deadline_s=60)
+        run_workers(standin, 2, args=SLEEPING, isolate=True, deadline_s=60)
     assert capsys.readouterr().err == ''
     _assert_nothing_left([], 0, info.value.launcher_pid)
 
@@ -322,15 +369,16 @@ def test_isolate_true_refuses_a_namespace_that_is_not_private(monkeypatch, capsy
     'kwargs, error, match',
     [
         ({'deadline_s': float('nan')}, ValueError, 'tham số `deadline_s` phải là một số'),
-        ({'global_batch': 33}, ValueError, 'global_batch'),
+        ({'n_workers': 0}, ValueError, 'n_workers'),
         ({'isolate': 1}, TypeError, 'isolate'),
-        ({'worker_args': {2: ['--steps', '1']}}, ValueError, 'worker_args'),
-        ({'worker_args': {0: '--steps 1'}}, ValueError, 'worker_args'),
+        ({'args': '600 600'}, TypeError, 'args'),
+        ({'script': 'no-such-worker.py'}, FileNotFoundError, 'no-such-worker.py'),
     ],
 )
-def test_bad_arguments_are_refused_before_any_start(kwargs, error, match):
+def test_bad_arguments_are_refused_before_any_start(standin, kwargs, error, match):
+    kwargs = {'script': standin, 'args': SLEEPING, **kwargs}
     with pytest.raises(error, match=match):
-        run_workers(2, **kwargs)
+        run_workers(**kwargs)
     _assert_nothing_left([], 0, None)
 
 
