@@ -84,16 +84,15 @@ with open(f'worker{index}.json', 'w') as f:
 
 def notebook_worker_program() -> str:
     """``worker_program`` as the notebook builds it: its producer cells run in order in one
-    namespace, each compiled under its own name and kept in ``linecache``, as IPython does (the
-    last cell reads the lesson's functions back with ``inspect.getsource``)."""
-    import inspect
-
+    namespace (with the notebook's imports that they use), each compiled under its own name and
+    kept in ``linecache``, as IPython does: the last cell reads the lesson's functions back with
+    ``inspect.getsource``."""
     import keras
     import tensorflow as tf
 
     cells = json.loads(NOTEBOOK.read_text(encoding='utf-8'))['cells']
     sources = {c['id']: ''.join(c['source']) for c in cells}
-    namespace = {'inspect': inspect, 'keras': keras, 'np': np, 'tf': tf}
+    namespace = {'keras': keras, 'np': np, 'tf': tf}
     for cell_id in PRODUCER_CELLS:
         name, source = f'<data-parallel.ipynb, cell {cell_id}>', sources[cell_id]
         linecache.cache[name] = (len(source), None, source.splitlines(True), name)
