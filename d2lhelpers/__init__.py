@@ -14,36 +14,92 @@ no side effects. Its only dependency is NumPy; TensorFlow and Keras come from th
 
 from __future__ import annotations
 
-# ruff: noqa: E402, I001 (one compact import list, kept by hand)
-
 __version__ = '0.3.0'
 
-# fmt: off
 from .checks import (
-    check_auto, check_int, check_int_list, check_number, check_seconds, device_name,
+    check_auto,
+    check_int,
+    check_int_list,
+    check_number,
+    check_seconds,
+    device_name,
 )
 from .datasheets import DATASHEETS, GPUSpec, find_spec
 from .devices import (
-    Device, EnvReport, GPUInfo, cpu, ensure_devices, env_report, gpu, num_gpus, try_all_gpus,
+    Device,
+    EnvReport,
+    GPUInfo,
+    cpu,
+    ensure_devices,
+    env_report,
+    gpu,
+    num_gpus,
+    try_all_gpus,
     try_gpu,
 )
 from .multiworker import (
-    NetworkIsolationError, WorkerError, WorkerResult, WorkerTimeout, run_workers, tf_config,
+    NetworkIsolationError,
+    WorkerError,
+    WorkerResult,
+    WorkerTimeout,
+    run_workers,
+    tf_config,
 )
 from .reference import Reference, ReferenceKeyError, reference
 from .results import save_results
 from .timing import (
-    NEAR_FLOOR, TIE_BAND, BenchmarkResult, Breakdown, Comparison, Timer, benchmark, compare,
-    format_seconds, interleave, sync_devices,
+    NEAR_FLOOR,
+    TIE_BAND,
+    BenchmarkResult,
+    Breakdown,
+    Comparison,
+    Timer,
+    benchmark,
+    compare,
+    format_seconds,
+    interleave,
+    sync_devices,
 )
 
 __all__ = [
-    'DATASHEETS', 'NEAR_FLOOR', 'TIE_BAND', 'BenchmarkResult', 'Breakdown', 'Comparison', 'Device',
-    'EnvReport', 'GPUInfo', 'GPUSpec', 'NetworkIsolationError', 'Reference', 'ReferenceKeyError',
-    'Timer', 'WorkerError',
-    'WorkerResult', 'WorkerTimeout', 'benchmark', 'check_auto', 'check_int', 'check_int_list',
-    'check_number', 'check_seconds', 'compare', 'cpu', 'device_name', 'ensure_devices',
-    'env_report', 'find_spec', 'format_seconds', 'gpu', 'interleave', 'num_gpus', 'reference',
-    'run_workers', 'save_results', 'sync_devices', 'tf_config', 'try_all_gpus', 'try_gpu',
+    'DATASHEETS',
+    'NEAR_FLOOR',
+    'TIE_BAND',
+    'BenchmarkResult',
+    'Breakdown',
+    'Comparison',
+    'Device',
+    'EnvReport',
+    'GPUInfo',
+    'GPUSpec',
+    'NetworkIsolationError',
+    'Reference',
+    'ReferenceKeyError',
+    'Timer',
+    'WorkerError',
+    'WorkerResult',
+    'WorkerTimeout',
+    'benchmark',
+    'check_auto',
+    'check_int',
+    'check_int_list',
+    'check_number',
+    'check_seconds',
+    'compare',
+    'cpu',
+    'device_name',
+    'ensure_devices',
+    'env_report',
+    'find_spec',
+    'format_seconds',
+    'gpu',
+    'interleave',
+    'num_gpus',
+    'reference',
+    'run_workers',
+    'save_results',
+    'sync_devices',
+    'tf_config',
+    'try_all_gpus',
+    'try_gpu',
 ]
-# fmt: on

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -437,3 +439,13 @@ def test_importing_the_package_imports_no_tensorflow_and_no_maintainer_tool():
     )
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == '[]'
+
+
+def test_no_formatter_or_linter_exemption_in_the_package_or_the_notebooks():
+    """A size limit is met by removing code, never by packing it (CONTRIBUTING)."""
+    root = Path(__file__).resolve().parents[2]
+    files = [*root.glob('d2lhelpers/**/*.py'), *root.glob('notebooks/*.ipynb')]
+    files += root.glob('exercises/*.ipynb')
+    exempt = re.compile(r'fmt: ?(?:off|skip)|noqa')
+    bad = [str(p.relative_to(root)) for p in files if exempt.search(p.read_text(encoding='utf-8'))]
+    assert len(files) > 9 and not bad, bad

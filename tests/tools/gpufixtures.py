@@ -230,7 +230,6 @@ def data_parallel(gpu: GPU | None, cpu: CPU) -> dict:
         },
         'gradient_bytes': 4 * params,
         'step_flops': step_flops,
-        'memory_limit_mb': 2560,
     }
 
 
