@@ -2,6 +2,9 @@
 
 - every exercise's first solution cell prints its short answer (``Đáp án ngắn``);
 - every exercise prints the GPU answer from a stored reference run (``reference(...)``);
+- the GPU answer comes right after the short answer, and no lesson cell prints a figure marked as
+  an artefact (artefacts stay on the run's page);
+- no cell types a regime label or an "x mức sàn" ratio: ``BenchmarkResult.breakdown`` prints them;
 - every plot cell hides its source (JupyterLab's ``source_hidden``, Colab's ``#@title``);
 - the collection stays within its budget (code lines, cell length, prose words).
 """
@@ -9,13 +12,10 @@
 from __future__ import annotations
 
 import re
-import sys
 
 import pytest
+from nbrun import budget
 from nbtools import NOTEBOOKS, ROOT, code_cells, load
-
-sys.path.insert(0, str(ROOT / 'tools'))
-from nbrun import budget  # noqa: E402
 
 EXERCISES = [p for p in NOTEBOOKS if p.startswith('exercises/')]
 
@@ -69,3 +69,45 @@ def test_plot_cells_hide_their_source(path):
 def test_the_collection_is_within_its_budget():
     report = budget.count([ROOT / p for p in NOTEBOOKS])
     assert not budget.problems(report), budget.render(report)
+
+
+@pytest.mark.parametrize('path', EXERCISES)
+def test_the_gpu_answer_follows_the_short_answer(path):
+    cells = solution_cells(load(path))
+    assert 'reference(' in cells[1].source, 'the cell after the short answer quotes a stored run'
+
+
+@pytest.mark.parametrize('path', NOTEBOOKS)
+def test_no_lesson_cell_prints_an_artefact(path):
+    bad = [c.id for c in code_cells(load(path)) if 'số đo hỏng (artefact)' in text_of(c)]
+    assert not bad, f'{path}: cells {bad} print a figure marked as an artefact'
+
+
+REGIME_BY_HAND = re.compile(
+    r'x mức sàn|print\(.*(?:chi phí cố định|băng thông bộ nhớ|chế độ)'
+    r"|=\s*'(?:chi phí cố định|băng thông bộ nhớ|tính toán)"
+)
+
+
+@pytest.mark.parametrize('path', NOTEBOOKS)
+def test_no_cell_types_a_regime_or_a_ratio_to_the_floor(path):
+    bad = [
+        f'{c.id}: {line.strip()}'
+        for c in code_cells(load(path))
+        for line in c.source.splitlines()
+        if REGIME_BY_HAND.search(line)
+    ]
+    assert not bad, f'{path}: print them with result.breakdown(floor):\n' + '\n'.join(bad)
+
+
+@pytest.mark.parametrize(
+    'line',
+    [
+        "print(f'{r.median / floor:.2f}x mức sàn')",
+        "regime = 'chi phí cố định (overhead) / mức sàn' if near else 'tính toán'",
+        "print(f'- chế độ: {regime}')",
+        "print('- vậy gần trọn thời gian là chi phí cố định (tham khảo)')",
+    ],
+)
+def test_a_regime_typed_by_hand_is_found(line):
+    assert REGIME_BY_HAND.search(line)
