@@ -2,10 +2,13 @@
 SPEC``, inside the private network namespace when there is one. SPEC (JSON): ``cmds`` (one per
 worker), ``hosts`` (the cluster; None: free ports on 127.0.0.1 here), ``caller_ns`` (the caller's
 network namespace, when this one must be private). In FOLDER, where the workers run, it writes
-``net-ready``, ``launch.json`` (pids, hosts), ``worker<i>.log`` (stdout and stderr) and, once every
-worker has been killed (SIGKILL: nothing delays it) and reaped, ``status.json``. It does so as soon
-as all have ended, one has failed, a signal came, or its stdin says stop: a byte from the caller,
-or the end of the stream without it (the caller died: it then removes FOLDER itself).
+``launch.json`` (pids, hosts), ``worker<i>.log`` (stdout and stderr) and, once every worker has
+been killed (SIGKILL: nothing delays it) and reaped, ``status.json``. It does so as soon as all
+have ended, one has failed, a signal came, or its stdin says stop: a byte from the caller, or the
+end of the stream without it (the caller died: it then removes FOLDER itself).
+
+``python _launcher.py --probe CALLER_NS`` only checks, in the namespace ``unshare`` made, that it
+is private and that its loopback comes up (exit 0), else exits 1 with the reason on stderr.
 """
 
 from __future__ import annotations
@@ -26,13 +29,6 @@ IFREQ = '16sH22x'  # struct ifreq: the interface's name, its flags, padding to 4
 POLL_S = 0.05  # seconds between two looks at the workers
 
 
-def tf_config(hosts: list[str], index: int) -> dict:
-    """The ``TF_CONFIG`` of worker ``index`` in a cluster of ``hosts`` (``"host:port"`` each)."""
-    if not 0 <= index < len(hosts):
-        raise ValueError(f'`index` phải nằm trong [0, {len(hosts)}), nhận được {index}')
-    return {'cluster': {'worker': list(hosts)}, 'task': {'type': 'worker', 'index': index}}
-
-
 def free_hosts(n: int) -> list[str]:
     """``n`` distinct free ports on 127.0.0.1 (all sockets open at once), as ``host:port``."""
     sockets = [socket.create_server(('127.0.0.1', 0)) for _ in range(n)]
@@ -43,18 +39,22 @@ def free_hosts(n: int) -> list[str]:
 
 
 def bring_up_loopback(caller_ns: str) -> None:
-    """Check that this network namespace is not the caller's, bring ``lo`` up, check TCP on it."""
+    """Check that this network namespace is not the caller's, bring ``lo`` up, check TCP on it;
+    exit (code 1, the reason on stderr) if any step fails."""
     import fcntl
     import struct
 
-    if os.readlink('/proc/self/ns/net') == caller_ns:
-        raise OSError('namespace mạng không riêng: đây là mạng của máy')
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        request = struct.pack(IFREQ, b'lo', 0)
-        _, flags = struct.unpack(IFREQ, fcntl.ioctl(s, SIOCGIFFLAGS, request))
-        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack(IFREQ, b'lo', flags | IFF_UP))
-    with socket.create_server(('127.0.0.1', 0)) as server:
-        socket.create_connection(server.getsockname(), timeout=10).close()
+    try:
+        if os.readlink('/proc/self/ns/net') == caller_ns:
+            raise OSError('namespace mạng không riêng: đây là mạng của máy')
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            request = struct.pack(IFREQ, b'lo', 0)
+            _, flags = struct.unpack(IFREQ, fcntl.ioctl(s, SIOCGIFFLAGS, request))
+            fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack(IFREQ, b'lo', flags | IFF_UP))
+        with socket.create_server(('127.0.0.1', 0)) as server:
+            socket.create_connection(server.getsockname(), timeout=10).close()
+    except OSError as err:
+        sys.exit(f'không dựng được mạng riêng: {err}')
 
 
 def watch(procs: list[subprocess.Popen], signals: list[int]) -> str:
@@ -75,18 +75,15 @@ def launch(folder: Path, spec: dict) -> int:
     signals: list[int] = []  # a signal only sets this flag: a Popen is never cut half-way
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, lambda signum, frame: signals.append(signum))
-    try:
-        if spec['caller_ns'] is not None:
-            bring_up_loopback(spec['caller_ns'])
-    except OSError as err:
-        sys.exit(f'không dựng được mạng riêng: {err}')
-    (folder / 'net-ready').touch()
+    if spec['caller_ns'] is not None:
+        bring_up_loopback(spec['caller_ns'])
     hosts = spec['hosts'] or free_hosts(len(spec['cmds']))
     procs: list[subprocess.Popen] = []
     ending = 'signal'
     try:
         for i, cmd in enumerate(spec['cmds']):
-            env = {**os.environ, 'TF_CONFIG': json.dumps(tf_config(hosts, i))}
+            config = {'cluster': {'worker': hosts}, 'task': {'type': 'worker', 'index': i}}
+            env = {**os.environ, 'TF_CONFIG': json.dumps(config)}
             with open(folder / f'worker{i}.log', 'w') as log:
                 procs.append(
                     subprocess.Popen(
@@ -112,4 +109,7 @@ def launch(folder: Path, spec: dict) -> int:
 
 
 if __name__ == '__main__':
-    sys.exit(launch(Path(sys.argv[1]), json.loads(sys.argv[2])))
+    if sys.argv[1] == '--probe':  # ``--probe CALLER_NS``: only check the private network
+        bring_up_loopback(sys.argv[2])
+    else:
+        sys.exit(launch(Path(sys.argv[1]), json.loads(sys.argv[2])))

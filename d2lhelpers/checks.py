@@ -45,11 +45,6 @@ def check_number(
     return float(value)
 
 
-def check_seconds(name: str, value: object) -> float:
-    """Return ``value`` if it is a finite number of seconds > 0 (``nan``, ``inf`` are refused)."""
-    return check_number(name, value, minimum=0, strict=True)
-
-
 def check_auto(name: str, value: object, check: Callable[[str, Any], Any], auto: Any) -> Any:
     """``'auto'`` -> ``auto``; anything else must pass ``check(name, value)``."""
     if isinstance(value, str) and value.strip() == 'auto':
@@ -57,19 +52,13 @@ def check_auto(name: str, value: object, check: Callable[[str, Any], Any], auto:
     return check(name, value)
 
 
-def _literal(name: str, value: object, what: str) -> object:
-    """A papermill ``-p NAME "[1, 2]"`` arrives as text: read it as a Python literal."""
-    if not isinstance(value, str):
-        return value
-    try:
-        return ast.literal_eval(value.strip())
-    except (ValueError, SyntaxError):
-        raise TypeError(f'tham số `{name}` phải là {what}, nhận được {value!r}') from None
-
-
 def check_int_list(name: str, value: object) -> list[int]:
     """A non-empty list of ints > 0; a string such as ``"[64, 128]"`` (papermill's ``-p``) too."""
-    value = _literal(name, value, 'một danh sách số nguyên')
+    if isinstance(value, str):  # papermill's ``-p NAME "[1, 2]"`` arrives as text
+        try:
+            value = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            pass  # not a Python literal: refused just below, as text
     if not isinstance(value, (list, tuple)):
         raise TypeError(f'tham số `{name}` phải là một danh sách số nguyên, nhận được {value!r}')
     if not value:

@@ -9,7 +9,6 @@ TensorFlow is imported inside the functions, so ``import d2lhelpers`` works with
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass, field
@@ -18,19 +17,11 @@ from typing import Any
 from .checks import check_int, check_number, device_name
 
 
-def _tf():
-    import tensorflow as tf
-
-    return tf
-
-
 class Device(str):
     """A device name such as ``/GPU:0`` (a ``str``) that is also a device context: ``with d:``
     is ``with tf.device(d):``; ``Device(x.device) == d`` asks where tensor ``x`` is."""
 
-    def __new__(cls, name: Any) -> Device:
-        if not isinstance(name, str) and hasattr(name, 'device_type'):  # a tf.DeviceSpec
-            name = f'{name.device_type or ""}:{name.device_index or 0}'
+    def __new__(cls, name: str) -> Device:
         return super().__new__(cls, device_name(name))
 
     __repr__ = str.__str__
@@ -46,7 +37,9 @@ class Device(str):
         return str(self)
 
     def __enter__(self) -> Device:
-        ctx = _tf().device(str(self))
+        import tensorflow as tf
+
+        ctx = tf.device(str(self))
         ctx.__enter__()
         self.__dict__.setdefault('_contexts', []).append(ctx)
         return self
@@ -87,31 +80,28 @@ def try_all_gpus() -> list[Device]:
     return [gpu(i) for i in range(num_gpus())] or [cpu()]
 
 
-def ensure_devices(
-    n: int = 1, memory_limit_mb: int | None = None, *, need_bytes: float | None = None
-) -> list[Device]:
+def ensure_devices(n: int = 1, *, need_bytes: float | None = None) -> list[Device]:
     """Give the notebook ``n`` devices of one kind, splitting a physical device when needed.
 
-    With ``n`` or more GPUs: the first ``n``. With fewer: GPU 0 is split into logical GPUs of
-    ``memory_limit_mb`` each until there are ``n``: by default twice ``need_bytes`` (what one
-    device must hold) plus 512 MB for TensorFlow's own buffers, rounded up to 256 MB, and at least
-    1024 MB (2048 MB when nothing is said). Without a GPU: the CPU is split into ``n``
-    logical CPUs. Every GPU it does not split is asked for memory growth (TensorFlow then takes GPU
-    memory as it needs it, instead of all of it on every visible GPU); TensorFlow 2.21 drops that
-    request on every GPU once one GPU is split (read in its ``context.py``, not yet seen on a
-    GPU). A line says so whenever it splits.
+    With ``n`` or more GPUs: the first ``n``. With fewer: GPU 0 is split into logical GPUs until
+    there are ``n``, each with a memory limit of twice ``need_bytes`` (what one device must hold)
+    plus 512 MB for TensorFlow's own buffers, rounded up to 256 MB, and at least 1024 MB (2048 MB
+    when ``need_bytes`` is not given). Without a GPU: the CPU is split into ``n`` logical CPUs.
+    Every GPU it does not split is asked for memory growth (TensorFlow then takes GPU memory as it
+    needs it, instead of all of it on every visible GPU); TensorFlow 2.21 drops that request on
+    every GPU once one GPU is split (read in its ``context.py``, not yet seen on a GPU). A line
+    says so whenever it splits.
 
     Call it before TensorFlow's runtime starts (first op, device scope, ``env_report()``); again
     with the same arguments, it returns the same devices; with another memory limit, it raises.
     """
-    tf = _tf()
+    import tensorflow as tf
+
     n = check_int('n', n)
-    if memory_limit_mb is None and need_bytes is not None:
+    memory_limit_mb = 2048
+    if need_bytes is not None:
         need = check_number('need_bytes', need_bytes, minimum=0)
         memory_limit_mb = max(1024, 256 * math.ceil((2 * need + 2**29) / 2**28))
-    memory_limit_mb = check_int(
-        'memory_limit_mb', 2048 if memory_limit_mb is None else memory_limit_mb
-    )
     gpus = tf.config.get_visible_devices('GPU')
     kind, physical = ('GPU', gpus) if gpus else ('CPU', tf.config.get_visible_devices('CPU'))
     configs = [tf.config.get_logical_device_configuration(p) for p in physical]
@@ -157,7 +147,8 @@ def _grow(tf: Any, gpus: list) -> None:
 
 @dataclass
 class GPUInfo:
-    """One logical GPU: its physical GPU, data, and the memory TensorFlow holds (MB = 2^20 B)."""
+    """One logical GPU: its physical GPU, that GPU's data and memory, and its own limit
+    (MB = 2^20 B)."""
 
     device: str
     name: str | None = None
@@ -165,16 +156,13 @@ class GPUInfo:
     physical: int | None = None
     memory_total_mb: float | None = None  # of the physical GPU (nvidia-smi), None if unknown
     memory_limit_mb: float | None = None  # of this logical device, None if not split
-    memory_current_mb: float = 0.0
-    memory_peak_mb: float = 0.0
 
     def __str__(self) -> str:
         total = f'{self.memory_total_mb:.0f} MB' if self.memory_total_mb else 'bộ nhớ ?'
         limit = self.memory_limit_mb and f', thiết bị logic giới hạn {self.memory_limit_mb:.0f} MB'
         return (
             f'{self.device}: {self.name or "?"}, compute capability '
-            f'{self.compute_capability or "?"}, GPU vật lý {self.physical} ({total}){limit or ""}, '
-            f'TF đang dùng {self.memory_current_mb:.0f} MB (đỉnh {self.memory_peak_mb:.0f} MB)'
+            f'{self.compute_capability or "?"}, GPU vật lý {self.physical} ({total}){limit or ""}'
         )
 
 
@@ -216,11 +204,11 @@ class EnvReport:
 
 
 def _smi_rows() -> list[dict[str, str]]:
-    """nvidia-smi's GPUs (index, uuid, name, memory.total in MiB, driver_version), in its own
-    (PCI) order; [] without it. The one nvidia-smi query of the project (gpucheck.record too)."""
+    """nvidia-smi's GPUs (name, memory.total in MiB, driver_version), in its own (PCI) order;
+    [] without it. The one nvidia-smi query of the project (gpucheck.record too)."""
     if not shutil.which('nvidia-smi'):
         return []
-    query = 'index,uuid,name,memory.total,driver_version'
+    query = 'name,memory.total,driver_version'
     try:
         out = subprocess.run(
             ['nvidia-smi', f'--query-gpu={query}', '--format=csv,noheader,nounits'],
@@ -235,38 +223,28 @@ def _smi_rows() -> list[dict[str, str]]:
         dict(zip(query.split(','), map(str.strip, ln.split(',')), strict=False))
         for ln in out.splitlines()
     ]
-    return [r for r in rows if len(r) == 5]
+    return [r for r in rows if len(r) == 3]
 
 
-def _smi_row(p: int, name: str | None, rows: list[dict[str, str]]) -> dict[str, str] | None:
-    """The nvidia-smi row of TensorFlow's physical GPU ``p``, or None when that is not certain.
-
-    CUDA numbers GPUs fastest first and after ``CUDA_VISIBLE_DEVICES``; nvidia-smi numbers them in
-    PCI order. So: follow ``CUDA_VISIBLE_DEVICES`` (indices or UUIDs) when it is set; else pair by
-    name when that name is unique, or by position when every GPU has the same name.
-    """
-    visible = [v.strip() for v in os.environ.get('CUDA_VISIBLE_DEVICES', '').split(',')]
-    if 'CUDA_VISIBLE_DEVICES' in os.environ and p < len(visible) and visible[p]:
-        key = 'index' if visible[p].isdigit() else 'uuid'
-        match = [r for r in rows if r[key] == visible[p] or r['uuid'].startswith(visible[p])]
-        return match[0] if len(match) == 1 else None
-    same = [r for r in rows if r['name'] == name]
-    if len(same) == 1:
-        return same[0]
-    if rows and len({r['name'] for r in rows}) == 1 and p < len(rows):
-        return rows[p]
-    return None
+def _memory_total_mb(name: str | None, rows: list[dict[str, str]]) -> float | None:
+    """The memory of a GPU named ``name`` as nvidia-smi gives it (MiB), when every GPU of that
+    name has the same; else None. Pairing by name, not by number: CUDA numbers GPUs fastest first
+    and after ``CUDA_VISIBLE_DEVICES``, nvidia-smi in PCI order."""
+    totals = {r['memory.total'] for r in rows if r['name'] == name}
+    if len(totals) != 1 or not (total := totals.pop()).replace('.', '').isdigit():
+        return None
+    return float(total)
 
 
 def env_report() -> EnvReport:
     """Describe TensorFlow, its build and the devices it sees; works with or without a GPU.
 
-    It starts TensorFlow's runtime (it reads each GPU's memory use): call ``ensure_devices`` first.
+    It starts TensorFlow's runtime (it lists the logical devices): call ``ensure_devices`` first.
     """
     import keras
     import numpy as np
+    import tensorflow as tf
 
-    tf = _tf()
     info = tf.sysconfig.get_build_info()
     rows = _smi_rows()
     physical = tf.config.get_visible_devices('GPU')
@@ -278,18 +256,14 @@ def env_report() -> EnvReport:
     ]
     gpus = []
     for i, dev in enumerate(tf.config.list_logical_devices('GPU')):
-        mem = tf.config.experimental.get_memory_info(dev.name)
-        g = GPUInfo(Device(dev.name), memory_current_mb=mem['current'] / 2**20)
-        g.memory_peak_mb = mem['peak'] / 2**20
+        g = GPUInfo(Device(dev.name))
         if i < len(owner):
             g.physical, g.memory_limit_mb = owner[i]
             details = tf.config.experimental.get_device_details(physical[g.physical])
             cc = details.get('compute_capability')
             g.name = details.get('device_name')
             g.compute_capability = '.'.join(map(str, cc)) if cc else None
-            row = _smi_row(g.physical, g.name, rows)
-            if row and row['memory.total'].replace('.', '').isdigit():
-                g.memory_total_mb = float(row['memory.total'])
+            g.memory_total_mb = _memory_total_mb(g.name, rows)
         gpus.append(g)
     return EnvReport(
         tensorflow=tf.__version__,

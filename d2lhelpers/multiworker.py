@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._launcher import free_hosts
-from ._launcher import tf_config as tf_config  # part of this module's interface
 
 LAUNCHER = Path(__file__).with_name('_launcher.py')
 UNSHARE = ['unshare', '--map-root-user', '--net']  # then exec the launcher: it keeps the pid
@@ -53,8 +52,11 @@ class WorkerError(RuntimeError):
         self, message, *, pids=(), exit_codes=(), logs=(), network=None, launcher_pid=None
     ):
         super().__init__(message)
-        self.pids, self.exit_codes, self.logs = list(pids), list(exit_codes), list(logs)
-        self.network, self.launcher_pid = network, launcher_pid
+        self.pids = list(pids)
+        self.exit_codes = list(exit_codes)
+        self.logs = list(logs)
+        self.network = network
+        self.launcher_pid = launcher_pid
 
 
 class WorkerTimeout(WorkerError):
@@ -149,49 +151,37 @@ def _stop(launcher: subprocess.Popen) -> None:
 
 
 def _why_not_isolated(isolate: bool | None) -> str | None:
-    """Why the private namespace will not even be tried (None: it will be)."""
+    """Why the workers will not run in a private network namespace (None: they will). Unless
+    ``isolate=False``, the launcher's probe is run once under ``unshare``."""
     if isolate is False:
         return 'isolate=False'
-    if not sys.platform.startswith('linux'):
-        return f'{sys.platform} không có network namespace của Linux'
     if shutil.which(UNSHARE[0]) is None:
         return f'không tìm thấy lệnh `{UNSHARE[0]}`'
-    return None
+    caller_ns = os.readlink('/proc/self/ns/net')
+    probe = [*UNSHARE, sys.executable, str(LAUNCHER), '--probe', caller_ns]
+    done = subprocess.run(probe, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    if done.returncode == 0:
+        return None
+    reason = done.stderr.strip().splitlines()
+    return 'không tạo được network namespace riêng' + (': ' + reason[-1] if reason else '')
 
 
-def _run(folder: Path, cmds: list, env: dict, isolate: bool | None, deadline_s: float):
-    """Run the workers through a launcher: in a private network namespace if possible, else on
-    the machine's network (with a warning, or ``NetworkIsolationError`` if ``isolate``). Returns
-    (launcher, isolated, why not isolated, timed out) once every launcher has been stopped."""
-    until, launchers = time.monotonic() + deadline_s, []
-    try:
-        why, isolated, timed_out = _why_not_isolated(isolate), False, False
-        if why is None:
-            caller_ns = os.readlink('/proc/self/ns/net')
-            launchers.append(_start(folder, cmds, env, UNSHARE, caller_ns, None))
-            timed_out = _timed_out(launchers[-1], until)
-            isolated = timed_out or (folder / 'net-ready').exists()
-            if not isolated:
-                _stop(launchers[-1])
-                log = _tail(folder / 'launcher.log', 1)
-                why = 'không tạo được network namespace riêng' + (log and ': ' + log)
-        if not isolated and isolate:
-            raise NetworkIsolationError(
-                f'không chạy được các worker trong mạng riêng: {why}; '
-                '`isolate=None` sẽ chạy chúng trên mạng của máy (kèm cảnh báo)',
-                launcher_pid=launchers[-1].pid if launchers else None,
-            )
-        if not isolated:
-            hosts = free_hosts(len(cmds))
-            ports = ', '.join(h.rsplit(':', 1)[1] for h in hosts)
-            warning = WARNING.format(reason=why, deadline_s=deadline_s, n=len(cmds), ports=ports)
-            print(warning, file=sys.stderr, flush=True)
-            launchers.append(_start(folder, cmds, env, [], None, hosts))
-            timed_out = _timed_out(launchers[-1], until)
-    finally:  # normal end, error, KeyboardInterrupt: nothing is left behind
-        for launcher in launchers:
-            _stop(launcher)
-    return launchers[-1], isolated, why, timed_out
+def _run(folder: Path, cmds: list, env: dict, why: str | None, deadline_s: float):
+    """Run the workers through a launcher, in a private network namespace unless ``why`` says
+    why not (then on the machine's network, after a warning), until they end or ``deadline_s``
+    passes. Returns (launcher, timed out) once the launcher has been stopped."""
+    if why is None:
+        launcher = _start(folder, cmds, env, UNSHARE, os.readlink('/proc/self/ns/net'), None)
+    else:
+        hosts = free_hosts(len(cmds))
+        ports = ', '.join(h.rsplit(':', 1)[1] for h in hosts)
+        warning = WARNING.format(reason=why, deadline_s=deadline_s, n=len(cmds), ports=ports)
+        print(warning, file=sys.stderr, flush=True)
+        launcher = _start(folder, cmds, env, [], None, hosts)
+    try:  # normal end, error, KeyboardInterrupt: nothing is left behind
+        return launcher, _timed_out(launcher, time.monotonic() + deadline_s)
+    finally:
+        _stop(launcher)
 
 
 def _failure(folder: Path, n: int, launcher: subprocess.Popen, timed_out: bool, deadline_s):
@@ -204,8 +194,9 @@ def _failure(folder: Path, n: int, launcher: subprocess.Popen, timed_out: bool, 
         log = _tail(folder / 'launcher.log', 1)
         return WorkerError, f'bộ khởi động worker thoát với mã {launcher.returncode}: {log}'
     if status['failed'] is not None:
-        i, code = status['failed'], status['codes'][status['failed']]
-        return WorkerError, f'worker {i} thoát với mã {code}; đã dừng (SIGKILL) mọi worker còn lại'
+        i = status['failed']
+        message = f'worker {i} thoát với mã {status["codes"][i]}'
+        return WorkerError, message + '; đã dừng (SIGKILL) mọi worker còn lại'
     if len(status['codes']) != n or any(status['codes']):
         return WorkerError, 'bộ khởi động worker bị dừng trước khi các worker xong'
     missing = [i for i in range(n) if not (folder / f'worker{i}.json').exists()]
@@ -220,34 +211,42 @@ def run_workers(
     *,
     args: Sequence = (),
     deadline_s: float = 120.0,
-    cpu_only: bool = True,
     isolate: bool | None = None,
 ) -> WorkerResult:
     """Run ``python script *args`` as ``n_workers`` workers in one temporary working folder, each
     with the ``TF_CONFIG`` of its index; each must write ``worker<index>.json`` there:
     ``{"weights": [...], "losses": [...]}`` (lists of numbers). ``deadline_s`` bounds the run
-    (``WorkerTimeout``); ``cpu_only`` hides the GPUs from the workers; ``isolate``: None (private
-    network, else shared with a warning), True (private or ``NetworkIsolationError``), False."""
-    from .checks import check_int, check_seconds
+    (``WorkerTimeout``). The workers see no GPU: on one GPU, each TensorFlow process would claim
+    most of its memory. ``isolate``: None (private network, else shared with a warning), True
+    (private or ``NetworkIsolationError``), False."""
+    from .checks import check_int, check_number
 
     script = Path(script).resolve()
     if not script.is_file():
         raise FileNotFoundError(f'không có chương trình worker {str(script)!r}')
     n_workers = check_int('n_workers', n_workers, 1)
-    deadline_s = check_seconds('deadline_s', deadline_s)
+    deadline_s = check_number('deadline_s', deadline_s, minimum=0, strict=True)
     if not (isolate is None or isinstance(isolate, bool)):
         raise TypeError(f'tham số `isolate` phải là None, True hoặc False, nhận được {isolate!r}')
     if isinstance(args, (str, bytes)):
         raise TypeError(f'tham số `args` phải là một dãy tham số, nhận được {args!r}')
     cmds = [[sys.executable, str(script), *map(str, args)]] * n_workers
     env = {**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '2', 'TF_ENABLE_ONEDNN_OPTS': '0'}
-    env |= {'CUDA_VISIBLE_DEVICES': ''} if cpu_only else {}
+    env['CUDA_VISIBLE_DEVICES'] = ''
+    why = _why_not_isolated(isolate)
+    if why is not None and isolate:
+        raise NetworkIsolationError(
+            f'không chạy được các worker trong mạng riêng: {why}; '
+            '`isolate=None` sẽ chạy chúng trên mạng của máy (kèm cảnh báo)'
+        )
+    network = 'shared' if why else 'isolated'
     with tempfile.TemporaryDirectory(prefix='d2l-multiworker-') as tmp:
-        folder, start = Path(tmp), time.monotonic()
-        launcher, isolated, why, timed_out = _run(folder, cmds, env, isolate, deadline_s)
+        folder = Path(tmp)
+        start = time.monotonic()
+        launcher, timed_out = _run(folder, cmds, env, why, deadline_s)
         elapsed = time.monotonic() - start
-        network = 'isolated' if isolated else 'shared'
-        pids = (_read_json(folder / 'launch.json') or {}).get('pids', [])
+        launched = _read_json(folder / 'launch.json') or {'pids': [], 'hosts': []}
+        pids = launched['pids']
         codes = (_read_json(folder / 'status.json') or {}).get('codes', [None] * len(pids))
         failure = _failure(folder, n_workers, launcher, timed_out, deadline_s)
         if failure:
@@ -263,8 +262,7 @@ def run_workers(
         outputs = [_read_json(folder / f'worker{i}.json') for i in range(n_workers)]
         weights = [[np.asarray(w) for w in out['weights']] for out in outputs]
         losses = [[float(v) for v in out['losses']] for out in outputs]
-        hosts = _read_json(folder / 'launch.json')['hosts']
-        note = ISOLATED_NOTE if isolated else SHARED_NOTE.format(reason=why)
+        note = SHARED_NOTE.format(reason=why) if why else ISOLATED_NOTE
         return WorkerResult(
-            weights, losses, codes, pids, hosts, elapsed, network, note, launcher.pid
+            weights, losses, codes, pids, launched['hosts'], elapsed, network, note, launcher.pid
         )

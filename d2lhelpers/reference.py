@@ -19,14 +19,9 @@ from .results import save_results
 
 SCHEMA = 1
 
-_UNITS = (
-    ('speedup', 'x'),
-    ('ratio', 'x'),
-    ('slowdown', 'x'),
-    ('_over_', 'x'),
-    ('gflops', ' GFLOP/s'),
-    ('gbs', ' GB/s'),
-)
+#: A number whose key holds one of these words is a ratio; else its unit is found by word.
+RATIO_WORDS = ('speedup', 'ratio', 'slowdown', '_over_')
+UNITS = {'gflops': ' GFLOP/s', 'gbs': ' GB/s'}
 
 
 class ReferenceKeyError(LookupError):
@@ -69,11 +64,11 @@ def lookup(tree: dict[str, Any], key: str, where: str) -> Any:
 
 
 def format_value(value: Any, path: list[str]) -> str:
-    """A stored value as the notebooks print it, its unit chosen by its key (``*_s``: seconds)."""
+    """A stored value as the notebooks print it, its unit chosen by its key (``*_s``: seconds);
+    a dict's keys sorted, as a run file stores them."""
     if isinstance(value, dict):
-        keys = list(value)
-        if all(str(k).isdigit() for k in keys):  # sizes, stored as JSON keys: by number
-            keys.sort(key=int)
+        numeric = all(str(k).isdigit() for k in value)  # sizes, stored as JSON keys: by number
+        keys = sorted(value, key=int if numeric else str)
         return ', '.join(f'{k}: {format_value(value[k], [*path, k])}' for k in keys)
     if isinstance(value, list):
         return '[' + ', '.join(format_value(v, path) for v in value) + ']'
@@ -86,9 +81,11 @@ def format_value(value: Any, path: list[str]) -> str:
             from .timing import format_seconds
 
             return format_seconds(value)
-        for word, unit in _UNITS:
+        if any(word in part for word in RATIO_WORDS):
+            return f'{value:.2f}x'
+        for word, unit in UNITS.items():
             if word in part:
-                return f'{value:.2f}{unit}' if unit == 'x' else f'{value:.0f}{unit}'
+                return f'{value:.0f}{unit}'
     return f'{value:g}'
 
 
@@ -152,15 +149,12 @@ def reference(notebook: str, *keys: str, run: str, this: dict[str, Any] | None =
     """
     data = load_run(run)
     name = notebook.removesuffix('.ipynb')
-    if name not in data['notebooks']:
-        raise ValueError(f'lần chạy {run} không có notebook {name!r}')
-    entry = data['notebooks'][name]
+    entry = lookup(data['notebooks'], name, f'lần chạy {run}, mục notebooks,')
     where = f'lần chạy {run}, notebook {name},'
     values = {key: lookup(entry['results'], key, where) for key in keys}
     mine = None
     if this is not None:
-        # the values exactly as a run file stores them: JSON types, keys sorted
-        saved = json.loads(json.dumps(save_results(this, None), sort_keys=True))
+        saved = save_results(this, None)  # as a run file stores them: JSON types, text keys
         mine = {key: lookup(saved, key, 'kết quả của lần chạy này') for key in keys}
     artefacts = {
         key: reason

@@ -59,7 +59,8 @@ def save_results(results: dict[str, Any], path: str | os.PathLike | None) -> dic
     """Write ``results`` as JSON to ``path`` (``None``: write nothing); return the JSON-ready dict.
 
     NumPy and TensorFlow values become plain numbers and lists, ``nan``/``inf`` become ``null``,
-    objects with ``as_dict`` (``BenchmarkResult``) become dicts. The file is written atomically.
+    objects with ``as_dict`` (``Comparison``, ``EnvReport``) become dicts. The file is written
+    atomically.
     """
     if not isinstance(results, dict):
         raise TypeError(f'tham số `results` phải là một dict, nhận được {type(results).__name__}')

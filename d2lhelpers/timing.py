@@ -16,24 +16,21 @@ tie is a difference inside ``TIE_BAND`` or inside the measured spread (the runs'
 
 from __future__ import annotations
 
-import itertools
 import statistics
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from .checks import check_int, check_number, check_seconds
+from .checks import check_int, check_number
 
 #: A median within this factor of the floor measured the fixed cost, not the work.
 NEAR_FLOOR = 1.5
 #: Two timings closer than this factor are a tie, whatever their spreads.
 TIE_BAND = 1.1
 #: The parts of a measured time, as ``Breakdown`` prints them.
-FIXED, WORK = (
-    'chi phí cố định',
-    {'compute': 'tính toán', 'memory': 'băng thông bộ nhớ', None: 'công việc'},
-)
+FIXED = 'chi phí cố định'
+WORK = {'compute': 'tính toán', 'memory': 'băng thông bộ nhớ', None: 'công việc'}
 
 
 def format_seconds(s: float) -> str:
@@ -47,11 +44,9 @@ def format_seconds(s: float) -> str:
 
 
 def _quartiles(times: tuple[float, ...]) -> list[float]:
-    return (
-        statistics.quantiles(times, n=4, method='inclusive')[::2]
-        if len(times) > 1
-        else [*times] * 2
-    )
+    if len(times) < 2:
+        return [*times] * 2
+    return statistics.quantiles(times, n=4, method='inclusive')[::2]
 
 
 @dataclass(frozen=True, repr=False)
@@ -87,11 +82,6 @@ class BenchmarkResult:
         return self.q3 - self.q1
 
     @property
-    def spread(self) -> float:
-        """IQR relative to the median (0.05: the middle half of the runs lie within 5%)."""
-        return self.iqr / self.median if self.median > 0 else 0.0
-
-    @property
     def gflops(self) -> float | None:
         """Throughput at the median, in 10^9 floating-point operations per second."""
         return None if self.flops is None else self.flops / self.median / 1e9
@@ -101,22 +91,17 @@ class BenchmarkResult:
         """Bytes moved per second at the median, in 10^9 bytes per second."""
         return None if self.nbytes is None else self.nbytes / self.median / 1e9
 
-    def near(self, floor: BenchmarkResult | float, factor: float = NEAR_FLOOR) -> bool:
-        """True if the median is within ``factor`` times ``floor`` (a result or seconds)."""
+    def near(self, floor: BenchmarkResult | float) -> bool:
+        """True if the median is within ``NEAR_FLOOR`` times ``floor`` (a result or seconds)."""
         floor_s = floor.median if isinstance(floor, BenchmarkResult) else float(floor)
-        return self.median <= factor * floor_s
+        return self.median <= NEAR_FLOOR * floor_s
 
-    def breakdown(
-        self, floor: BenchmarkResult | float, work: str | None = None, *, intensity=None, ridge=None
-    ) -> Breakdown:
+    def breakdown(self, floor: BenchmarkResult | float, work: str | None = None) -> Breakdown:
         """This time as the fixed cost ``floor`` (a result or seconds) plus work. ``work``:
-        ``'compute'``, ``'memory'`` or None (not said); or given by the op's arithmetic intensity
-        against the device's ridge point (both in FLOP/byte): below it, memory."""
+        ``'compute'``, ``'memory'`` or None (not said)."""
         floor_s = (
             floor.median if isinstance(floor, BenchmarkResult) else check_number('floor', floor)
         )
-        if intensity is not None and ridge is not None:
-            work = 'memory' if intensity < ridge else 'compute'
         if work not in WORK:
             raise ValueError(f"tham số `work` phải là 'compute', 'memory' hoặc None: {work!r}")
         return Breakdown(self.median, floor_s, work)
@@ -124,8 +109,7 @@ class BenchmarkResult:
     def scaled(self, factor: float) -> BenchmarkResult:
         """The same runs with every time times ``factor`` (e.g. per byte of a larger array)."""
         factor = check_number('factor', factor, minimum=0, strict=True)
-        times = tuple(t * factor for t in self.times)
-        return BenchmarkResult(times, self.flops, self.label, self.number, self.nbytes)
+        return replace(self, times=tuple(t * factor for t in self.times))
 
     def __str__(self) -> str:
         text = (
@@ -139,10 +123,6 @@ class BenchmarkResult:
         return text
 
     __repr__ = __str__
-
-    def as_dict(self) -> dict[str, Any]:
-        names = ('label', 'median', 'iqr', 'runs', 'number', 'gflops', 'gbs')
-        return {k + '_s' * (k in ('median', 'iqr')): getattr(self, k) for k in names}
 
 
 @dataclass(frozen=True, repr=False)
@@ -176,16 +156,6 @@ class Breakdown:
 
     __repr__ = __str__
 
-    def as_dict(self) -> dict[str, Any]:
-        return {'times_floor': self.times_floor, 'floor_share': self.floor_share, 'work': self.work}
-
-
-def _bounds(x: BenchmarkResult | float) -> tuple[float, float, float]:
-    if isinstance(x, BenchmarkResult):
-        return x.q1, x.median, x.q3
-    value = check_number('timing', x)
-    return value, value, value
-
 
 @dataclass(frozen=True, repr=False)
 class Comparison:
@@ -197,7 +167,6 @@ class Comparison:
     ratio: float
     low: float
     high: float
-    band: float
 
     @property
     def speedup(self) -> float:
@@ -205,24 +174,11 @@ class Comparison:
 
     @property
     def kind(self) -> str:
-        if self.high < 1 and self.speedup > self.band:
+        if self.high < 1 and self.speedup > TIE_BAND:
             return 'faster'
-        if self.low > 1 and self.ratio > self.band:
+        if self.low > 1 and self.ratio > TIE_BAND:
             return 'slower'
         return 'tie'
-
-    def target(self, limit: float, *, of: str = 'ratio') -> str:
-        """Is ratio ≤ limit (``of='speedup'``: speedup ≥ limit)? ``'đạt'`` even at the pessimistic
-        end of the spread, ``'không đạt'`` even at the optimistic end, else ``'trong nhiễu'``."""
-        if of == 'speedup':
-            limit, of = 1 / check_number('limit', limit), 'ratio'
-        if of != 'ratio':
-            raise ValueError(f"tham số `of` phải là 'ratio' hoặc 'speedup', nhận được {of!r}")
-        if self.high <= limit:
-            return 'đạt'
-        if self.low > limit:
-            return 'không đạt'
-        return 'trong nhiễu'
 
     def __str__(self) -> str:  # one shape for every verdict: only the verdict word changes
         verdict = {'faster': 'nhanh hơn', 'slower': 'chậm hơn', 'tie': 'ngang nhau'}[self.kind]
@@ -238,82 +194,52 @@ class Comparison:
 
 
 def compare(
-    a: BenchmarkResult | float,
-    b: BenchmarkResult | float,
+    a: BenchmarkResult,
+    b: BenchmarkResult,
     *,
-    band: float = TIE_BAND,
     names: tuple[str, str] | None = None,
 ) -> Comparison:
     """The one verdict rule: ``a`` faster than, slower than, or tied with ``b``? A win needs a
-    median ratio beyond ``band`` and no overlap of the IQRs; else a tie. Seconds have no spread."""
-    band = check_number('band', band, minimum=1)
-    (a1, am, a3), (b1, bm, b3) = _bounds(a), _bounds(b)
+    median ratio beyond ``TIE_BAND`` and no overlap of the IQRs; else a tie. Both must be results
+    of ``benchmark``: a bare number of seconds has no spread to judge a tie by."""
+    for name, x in (('a', a), ('b', b)):
+        if not isinstance(x, BenchmarkResult):
+            raise TypeError(f'tham số `{name}` phải là kết quả của benchmark, nhận được {x!r}')
     if names is None:
-        names = (getattr(a, 'label', '') or 'a', getattr(b, 'label', '') or 'b')
-    return Comparison(names[0], names[1], am / bm, a1 / b3, a3 / b1, band)
+        names = (a.label or 'a', b.label or 'b')
+    return Comparison(names[0], names[1], a.median / b.median, a.q1 / b.q3, a.q3 / b.q1)
 
 
-def sync_devices() -> None:
+def _sync_devices() -> None:
     """Wait until every device has finished the work queued so far (eager mode only)."""
     import tensorflow as tf
 
     tf.test.experimental.sync_devices()
 
 
-class Timer:
-    """A stopwatch like ``d2l.Timer`` that also waits for the devices at ``start`` and ``stop``.
-
-    ``Timer()`` starts at once; ``stop()`` returns the seconds since the last ``start`` and keeps
-    them in ``times``; ``avg()``, ``sum()``, ``cumsum()`` as in d2l; ``with Timer() as t:`` works.
-    ``sync=False`` skips the device sync (NumPy, or code that already waited with ``.numpy()``).
-    """
-
-    def __init__(self, clock: Callable[[], float] = time.perf_counter, sync: bool = True) -> None:
-        self.clock, self.sync = clock, sync
-        self.times: list[float] = []
-        self.start()
-
-    def start(self) -> None:
-        if self.sync:
-            sync_devices()
-        self.tik = self.clock()
-
-    def stop(self) -> float:
-        if self.sync:
-            sync_devices()
-        self.times.append(self.clock() - self.tik)
-        return self.times[-1]
-
-    def avg(self) -> float:
-        return sum(self.times) / len(self.times)
-
-    def sum(self) -> float:
-        return sum(self.times)
-
-    def cumsum(self) -> list[float]:
-        return list(itertools.accumulate(self.times))
-
-    def __enter__(self) -> Timer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+def _timed_run(fn: Callable[[], Any], number: int, clock: Callable[[], float], sync: bool) -> float:
+    """Seconds taken by ``number`` calls of ``fn``, the devices waited for before each clock read
+    (``sync``): work queued before the run is not counted, work queued by it is."""
+    if sync:
+        _sync_devices()
+    start = clock()
+    for _ in range(number):
+        fn()
+    if sync:
+        _sync_devices()
+    return clock() - start
 
 
 _MAX_NUMBER = 10**6
 
 
-def _autorange(fn: Callable[[], Any], min_run_time: float, timer: Timer) -> int:
+def _autorange(fn: Callable[[], Any], min_run_time: float, clock, sync: bool) -> int:
     """The smallest of 1, 2, 5, 10, 20, ... calls whose run lasts ``min_run_time`` (as timeit)."""
     base = 1
     while True:
         for k in (1, 2, 5):
             number = base * k
-            timer.start()
-            for _ in range(number):
-                fn()
-            if timer.stop() >= min_run_time or number >= _MAX_NUMBER:
+            if _timed_run(fn, number, clock, sync) >= min_run_time or number >= _MAX_NUMBER:
                 return number
         base *= 10
 
@@ -343,21 +269,14 @@ def benchmark(
     warmup = check_int('warmup', warmup, 0)
     if number is not None:
         number = check_int('number', number, 1)
-    min_run_time = check_seconds('min_run_time', min_run_time)
+    min_run_time = check_number('min_run_time', min_run_time, minimum=0, strict=True)
     flops = None if flops is None else check_number('flops', flops, minimum=0, strict=True)
     nbytes = None if nbytes is None else check_number('nbytes', nbytes, minimum=0, strict=True)
     for _ in range(warmup):
         fn()
-    timer = Timer(clock=clock, sync=sync)
     if number is None:
-        number = _autorange(fn, min_run_time, timer)
-    timer.times.clear()
-    for _ in range(repeats):
-        timer.start()
-        for _ in range(number):
-            fn()
-        timer.stop()
-    times = tuple(t / number for t in timer.times)
+        number = _autorange(fn, min_run_time, clock, sync)
+    times = tuple(_timed_run(fn, number, clock, sync) / number for _ in range(repeats))
     return BenchmarkResult(times, flops, label, number, nbytes)
 
 
@@ -382,14 +301,11 @@ def interleave(
         name: benchmark(fn, repeats=1, flops=work.get(name), label=name, **options)
         for name, fn in fns.items()
     }
+    clock = options.get('clock', time.perf_counter)
+    sync = options.get('sync', True)
     times: dict[str, list[float]] = {name: [] for name in fns}
-    options = {**options, 'warmup': 0, 'number': None}
     for r in range(rounds):
         for name in list(fns) if r % 2 == 0 else list(fns)[::-1]:
-            options['number'] = first[name].number
-            one = benchmark(fns[name], repeats=1, **options)
-            times[name].extend(one.times)
-    return {
-        name: BenchmarkResult(tuple(times[name]), work.get(name), name, res.number, res.nbytes)
-        for name, res in first.items()
-    }
+            number = first[name].number
+            times[name].append(_timed_run(fns[name], number, clock, sync) / number)
+    return {name: replace(res, times=tuple(times[name])) for name, res in first.items()}

@@ -6,14 +6,8 @@ import math
 
 import pytest
 
-from d2lhelpers import (
-    check_auto,
-    check_int,
-    check_int_list,
-    check_number,
-    check_seconds,
-    device_name,
-)
+from d2lhelpers import check_auto, check_int, check_int_list
+from d2lhelpers.checks import check_number, device_name
 
 
 def test_int_checks_return_the_value():
@@ -67,8 +61,8 @@ def test_auto_check_resolves_auto_and_checks_the_rest():
 
 
 @pytest.mark.parametrize('value', [0.5, 2, 1e-9])
-def test_seconds_accepts_finite_positive_numbers(value):
-    assert check_seconds('t', value) == value
+def test_a_positive_number_check_accepts_finite_positive_numbers(value):
+    assert check_number('t', value, minimum=0, strict=True) == value  # deadline_s, min_run_time
 
 
 @pytest.mark.parametrize(
@@ -83,9 +77,9 @@ def test_seconds_accepts_finite_positive_numbers(value):
         (None, TypeError),
     ],
 )
-def test_seconds_refuses_the_rest(bad, error):
+def test_a_positive_number_check_refuses_the_rest(bad, error):
     with pytest.raises(error, match='tham số `t`'):
-        check_seconds('t', bad)
+        check_number('t', bad, minimum=0, strict=True)
 
 
 @pytest.mark.parametrize('value', [(64, 128), [64, 128], '[64, 128]', ' [64,128] '])

@@ -381,7 +381,7 @@ def test_bad_arguments_are_refused_before_any_start(standin, kwargs, error, matc
     _assert_nothing_left([], 0, None)
 
 
-def test_result_text_and_tf_config():
+def test_result_text():
     w, hosts, note = [np.zeros(2, 'float32')], ['127.0.0.1:45003'] * 2, multiworker.ISOLATED_NOTE
     result = multiworker.WorkerResult([w, w], [[1.0]] * 2, [0, 0], [1, 2], hosts, 8.25, '', note, 3)
     assert str(result) == (
@@ -391,7 +391,3 @@ def test_result_text_and_tf_config():
     )
     other = multiworker.WorkerResult([w, [w[0] + 0.5]], [], [], [], hosts, 1, '', '', 3)
     assert not other.equal and other.max_abs_diff == 0.5
-    task = {'type': 'worker', 'index': 1}
-    assert multiworker.tf_config(hosts, 1) == {'cluster': {'worker': hosts}, 'task': task}
-    with pytest.raises(ValueError, match='index'):
-        multiworker.tf_config(hosts, 2)

@@ -83,8 +83,12 @@ def test_a_current_run_says_nothing_about_versions(runs, monkeypatch):
 
 
 def test_unknown_notebooks_and_keys_are_clear_errors_naming_the_run(runs):
-    with pytest.raises(ValueError, match="'exercises/00-none'"):
+    with pytest.raises(ReferenceKeyError) as err:
         reference('exercises/00-none', 'x', run='x1-2026-01-02')
+    assert str(err.value) == (
+        "lần chạy x1-2026-01-02, mục notebooks, không có khóa 'exercises/00-none' "
+        f"(thiếu 'exercises/00-none'; ở đó có: [{DEMO!r}])"
+    )
     with pytest.raises(ReferenceKeyError) as err:
         reference(DEMO, 'median_s.c', run='x1-2026-01-02')
     assert str(err.value) == (

@@ -9,7 +9,8 @@ import os
 import numpy as np
 import pytest
 
-from d2lhelpers import BenchmarkResult, format_seconds, save_results
+from d2lhelpers import compare, format_seconds, save_results
+from d2lhelpers.timing import BenchmarkResult
 
 
 @pytest.mark.parametrize(
@@ -65,16 +66,10 @@ def test_save_results_converts_numpy_values_and_arrays():
 
 
 def test_save_results_uses_as_dict():
-    data = save_results({'mm': BenchmarkResult(times=(1.0, 3.0), flops=4e9, number=2)}, None)
-    assert data['mm'] == {
-        'label': '',
-        'median_s': 2.0,
-        'iqr_s': 1.0,
-        'runs': 2,
-        'number': 2,
-        'gflops': 2.0,
-        'gbs': None,
-    }
+    # exercise 2 saves a Comparison: compare() builds it
+    a, b = BenchmarkResult(times=(1.0, 2.0, 3.0)), BenchmarkResult(times=(4.0, 4.0, 4.0))
+    data = save_results({'c': compare(a, b)}, None)
+    assert data['c'] == {'ratio': 0.5, 'low': 0.375, 'high': 0.625, 'kind': 'faster'}
 
 
 @pytest.mark.parametrize('bad, match', [(5, '`results_path`'), ('', '`results_path`')])

@@ -1,5 +1,5 @@
-"""d2lhelpers.timing: Timer (d2l-compatible) and benchmark with a fake clock, bad arguments, and
-checks on real devices.
+"""d2lhelpers.timing: benchmark with a fake clock, bad arguments, and checks on real devices;
+compare, interleave, breakdown.
 
 The fake-clock tests pin the order of device syncs, clock reads and calls. The real checks need a
 GPU to mean anything (an unsynchronised or dispatch-bound timing only shows on an asynchronous
@@ -16,16 +16,9 @@ import time
 
 import pytest
 
-from d2lhelpers import (
-    BenchmarkResult,
-    Timer,
-    benchmark,
-    compare,
-    find_spec,
-    format_seconds,
-    interleave,
-)
+from d2lhelpers import benchmark, compare, find_spec, format_seconds, interleave
 from d2lhelpers import timing as timing_module
+from d2lhelpers.timing import BenchmarkResult
 
 
 class FakeClock:
@@ -58,9 +51,9 @@ def test_format_seconds_at_unit_boundaries(seconds, text):
 
 @pytest.fixture
 def events(monkeypatch):
-    """The order of sync / clock / fn events; sync_devices is counted, not run."""
+    """The order of sync / clock / fn events; the device sync is counted, not run."""
     log = []
-    monkeypatch.setattr(timing_module, 'sync_devices', lambda: log.append('sync'))
+    monkeypatch.setattr(timing_module, '_sync_devices', lambda: log.append('sync'))
     return log
 
 
@@ -74,51 +67,8 @@ def clock_for(durations, start=100.0):
 
 
 def bench_clock(durations):
-    """The clock ``benchmark(number=k)`` reads: the Timer's first start, then the timed runs."""
-    return [0.0, *clock_for(durations, start=500.0)]
-
-
-# --- Timer: the d2l.Timer interface, with device syncs -----------------------------------------
-
-
-def test_timer_starts_on_construction_and_stop_returns_the_interval(events):
-    t = Timer(clock=FakeClock([1.0, 3.5]))
-    assert t.stop() == 2.5 and t.times == [2.5]
-
-
-def test_timer_syncs_before_each_clock_read(events):
-    t = Timer(clock=FakeClock([0.0, 1.0], events))
-    t.stop()
-    assert events == ['sync', 'clock', 'sync', 'clock']
-
-
-def test_timer_without_sync_does_not_sync(events):
-    t = Timer(clock=FakeClock([0.0, 1.0], events), sync=False)
-    t.stop()
-    assert events == ['clock', 'clock']
-
-
-def test_timer_avg_sum_cumsum_as_in_d2l(events):
-    t = Timer(clock=FakeClock([0.0, 1.0, 5.0, 7.0, 10.0, 13.0]))
-    t.stop()
-    t.start()
-    t.stop()
-    t.start()
-    t.stop()
-    assert t.times == [1.0, 2.0, 3.0]
-    assert (t.avg(), t.sum(), t.cumsum()) == (2.0, 6.0, [1.0, 3.0, 6.0])
-
-
-def test_timer_stop_twice_measures_from_the_same_start_like_d2l(events):
-    t = Timer(clock=FakeClock([0.0, 1.0, 3.0]))
-    assert (t.stop(), t.stop()) == (1.0, 3.0)
-
-
-def test_timer_as_context_manager_restarts_the_clock(events):
-    t = Timer(clock=FakeClock([0.0, 5.0, 7.0]))
-    with t:
-        pass
-    assert t.times == [2.0]
+    """The clock ``benchmark(number=k)`` reads: a start and a stop per timed run."""
+    return clock_for(durations, start=500.0)
 
 
 # --- benchmark with a fake clock -------------------------------------------------------------
@@ -152,8 +102,8 @@ def test_benchmark_divides_times_by_number(events):
 def test_benchmark_order_warmup_then_timed_runs(events):
     clock = FakeClock(bench_clock([1.0, 1.0]), events)
     benchmark(lambda: events.append('fn'), repeats=2, warmup=3, number=1, clock=clock)
-    timed = ['sync', 'clock', 'fn', 'sync', 'clock']
-    assert events == ['fn'] * 3 + ['sync', 'clock'] + timed * 2
+    timed = ['sync', 'clock', 'fn', 'sync', 'clock']  # the devices waited for at both ends
+    assert events == ['fn'] * 3 + timed * 2
 
 
 def test_benchmark_without_sync_never_syncs(events):
@@ -163,9 +113,9 @@ def test_benchmark_without_sync_never_syncs(events):
     assert events == []
 
 
-def test_benchmark_spread_and_str_with_units():
+def test_benchmark_iqr_and_str_with_units():
     r = BenchmarkResult(times=(0.002, 0.004, 0.006), flops=2e9, label='matmul', nbytes=8e6)
-    assert r.spread == pytest.approx(0.5)
+    assert r.iqr == pytest.approx(0.002)
     assert str(r) == (
         'matmul: 4.000 ms ± 1.000 ms (trung vị ± nửa IQR, 3 lần đo), 500.0 GFLOP/s, 2.0 GB/s'
     )
@@ -173,7 +123,7 @@ def test_benchmark_spread_and_str_with_units():
 
 def test_a_single_run_has_zero_spread_and_no_throughput_without_work():
     r = BenchmarkResult(times=(0.5,))
-    assert (r.iqr, r.spread, r.gflops, r.gbs) == (0.0, 0.0, None, None)
+    assert (r.q1, r.q3, r.iqr, r.gflops, r.gbs) == (0.5, 0.5, 0.0, None, None)
     assert str(r) == '500.000 ms ± 0.0 µs (trung vị ± nửa IQR, 1 lần đo)'
 
 
@@ -197,7 +147,7 @@ def test_autorange_picks_the_smallest_number_reaching_min_run_time(events):
         warmup=0,
         number=None,
         min_run_time=0.01,
-        clock=FakeClock([0.0, *trials, *clock_for([0.02, 0.03, 0.04])]),
+        clock=FakeClock([*trials, *clock_for([0.02, 0.03, 0.04])]),
     )
     assert r.number == 10
     assert len(calls) == (1 + 2 + 5 + 10) + 3 * 10  # trials are untimed warm-ups
@@ -380,25 +330,15 @@ def test_a_large_median_difference_inside_overlapping_spreads_is_a_tie():
     assert compare(noisy_b, noisy_a).kind == 'tie'
 
 
-def test_plain_seconds_have_no_spread_and_a_wider_band_makes_a_tie():
-    assert compare(1.0, 1.3).kind == 'faster'
-    assert compare(1.0, 1.3, band=1.5).kind == 'tie'
-    with pytest.raises(ValueError, match='tham số `band`'):
-        compare(1.0, 1.3, band=0.9)
+@pytest.mark.parametrize('a, b, name', [(1.0, result(1.3), 'a'), (result(1.0), 1.3, 'b')])
+def test_plain_seconds_are_refused_they_have_no_spread(a, b, name):
+    with pytest.raises(TypeError, match=f'tham số `{name}` phải là kết quả của benchmark'):
+        compare(a, b)
 
 
-@pytest.mark.parametrize(
-    'a, limit, of, word',
-    [
-        ((1.10, 1.12, 1.15), 1.2, 'ratio', 'đạt'),
-        ((1.25, 1.30, 1.32), 1.2, 'ratio', 'không đạt'),
-        ((1.15, 1.19, 1.26), 1.2, 'ratio', 'trong nhiễu'),  # 1.19x vs 1.2x inside its own noise
-        ((0.50, 0.52, 0.53), 1.8, 'speedup', 'đạt'),
-        ((0.60, 0.62, 0.64), 1.8, 'speedup', 'không đạt'),
-    ],
-)
-def test_a_target_is_met_missed_or_inside_the_noise(a, limit, of, word):
-    assert compare(result(*a), result(1.0, 1.0, 1.0)).target(limit, of=of) == word
+def test_the_band_is_tie_band_for_every_caller():
+    assert compare(result(1.0), result(1.09)).kind == 'tie'  # 1.09x: inside TIE_BAND = 1.1
+    assert compare(result(1.0), result(1.11)).kind == 'faster'
 
 
 def test_interleave_alternates_the_order_of_the_rounds(events):
@@ -443,16 +383,11 @@ def test_breakdown_never_gives_the_floor_more_than_the_whole_time():
     assert b.floor_share == 1.0 and b.times_floor == 0.5 and b.dominant == 'chi phí cố định'
 
 
-def test_breakdown_work_from_intensity_and_ridge():
+def test_breakdown_names_the_work_it_is_told():
     r = BenchmarkResult((1.0,))
-    assert r.breakdown(0.1, intensity=1 / 12, ridge=2.9).dominant == 'băng thông bộ nhớ'
-    assert r.breakdown(0.1, intensity=170.7, ridge=2.9).dominant == 'tính toán'
+    assert r.breakdown(0.1, 'memory').dominant == 'băng thông bộ nhớ'
+    assert r.breakdown(0.1, 'compute').dominant == 'tính toán'
     assert 'công việc 90% thời gian' in str(r.breakdown(0.1))  # work not said
-    assert r.breakdown(0.1, 'memory').as_dict() == {
-        'times_floor': 10.0,
-        'floor_share': 0.1,
-        'work': 'memory',
-    }
     with pytest.raises(ValueError, match="'compute', 'memory' hoặc None"):
         r.breakdown(0.1, 'tính toán')
 
@@ -461,6 +396,6 @@ def test_scaled_multiplies_every_time_and_keeps_the_spread_relative():
     r = BenchmarkResult((1.0, 2.0, 3.0), flops=1e9, label='a', number=4)
     s = r.scaled(0.5)
     assert s.times == (0.5, 1.0, 1.5) and (s.label, s.number, s.flops) == ('a', 4, 1e9)
-    assert s.spread == r.spread
+    assert (s.q1, s.q3) == (r.q1 * 0.5, r.q3 * 0.5)
     with pytest.raises(ValueError, match='`factor`'):
         r.scaled(0)

@@ -240,16 +240,14 @@ def test_one_nvidia_smi_query_feeds_env_report_and_the_recorder(tmp_path, monkey
     fake = tmp_path / 'nvidia-smi'
     fake.write_text(
         '#!/bin/sh\n'
-        'case "$*" in *index,uuid,name,memory.total,driver_version*)\n'
-        '  echo "0, GPU-a1, NVIDIA H100 80GB HBM3, 81559, 580.65.06";;\n'
+        'case "$*" in *name,memory.total,driver_version*)\n'
+        '  echo "NVIDIA H100 80GB HBM3, 81559, 580.65.06";;\n'
         '*) exit 2;;\nesac\n'
     )
     fake.chmod(0o755)
     monkeypatch.setenv('PATH', f'{tmp_path}{os.pathsep}{os.environ["PATH"]}')
     assert _smi_rows() == [
         {
-            'index': '0',
-            'uuid': 'GPU-a1',
             'name': 'NVIDIA H100 80GB HBM3',
             'memory.total': '81559',
             'driver_version': '580.65.06',
