@@ -231,9 +231,10 @@ def _memory_total_mb(name: str | None, rows: list[dict[str, str]]) -> float | No
     name has the same; else None. Pairing by name, not by number: CUDA numbers GPUs fastest first
     and after ``CUDA_VISIBLE_DEVICES``, nvidia-smi in PCI order."""
     totals = {r['memory.total'] for r in rows if r['name'] == name}
-    if len(totals) != 1 or not (total := totals.pop()).replace('.', '').isdigit():
+    if len(totals) != 1:
         return None
-    return float(total)
+    total = totals.pop()  # '[N/A]' when nvidia-smi cannot read it
+    return float(total) if total.replace('.', '').isdigit() else None
 
 
 def env_report() -> EnvReport:
