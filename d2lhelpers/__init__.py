@@ -6,7 +6,8 @@
   one verdict rule), ``Breakdown``, ``format_seconds``, ``NEAR_FLOOR``, ``TIE_BAND``;
 - checks: ``check_int``, ``check_int_list``, ``check_auto`` (errors that name the parameter);
 - ``save_results``; ``DATASHEETS``/``find_spec`` (published GPU figures); ``reference`` (GPU
-  answers from a stored reference run) and ``ReferenceKeyError``;
+  answers from a stored reference run), ``compare_runs`` (this run beside stored runs),
+  ``host_ratio`` (a stored run's one GPU/CPU ratio) and ``ReferenceKeyError``;
 - ``run_workers`` (``MultiWorkerMirroredStrategy`` workers on one machine) and its errors.
 
 The types these return (``BenchmarkResult``, ``Comparison``, ``EnvReport``, ``GPUSpec``,
@@ -32,7 +33,7 @@ from .devices import (
     try_gpu,
 )
 from .multiworker import NetworkIsolationError, WorkerError, WorkerTimeout, run_workers
-from .reference import ReferenceKeyError, reference
+from .reference import ReferenceKeyError, compare_runs, host_ratio, reference
 from .results import save_results
 from .timing import (
     NEAR_FLOOR,
@@ -59,12 +60,14 @@ __all__ = [
     'check_int',
     'check_int_list',
     'compare',
+    'compare_runs',
     'cpu',
     'ensure_devices',
     'env_report',
     'find_spec',
     'format_seconds',
     'gpu',
+    'host_ratio',
     'interleave',
     'num_gpus',
     'reference',

@@ -3,8 +3,9 @@ whose docstring lists the fields of the one schema): real figures of other machi
 
 ``reference(notebook, *keys, run=ID)`` prints the figures ``keys`` of one named run, labelled as
 reference data, with the artefacts of that run marked and their reasons. Every notebook names
-the run it quotes, so adding a run to ``runs/`` changes no notebook. ``this=results`` prints this
-run's value of each key above the stored one, so both can be read side by side.
+the run it quotes, so adding a run to ``runs/`` changes no notebook. ``compare_runs`` prints this
+run's headline figures beside those of stored runs, with ratios; ``host_ratio`` is the one
+GPU/CPU ratio of a run.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from .results import save_results
 
 SCHEMA = 1
 
+#: The one label of a GPU answer read from a stored run.
+ANSWER = 'Đáp án trên GPU'
 #: A number whose key holds one of these words is a ratio; else its unit is found by word.
 RATIO_WORDS = ('speedup', 'ratio', 'slowdown', '_over_')
 UNITS = {'gflops': ' GFLOP/s', 'gbs': ' GB/s'}
@@ -108,13 +111,16 @@ def describe(run: dict[str, Any]) -> str:
 
 @dataclass(frozen=True, repr=False)
 class Reference:
-    """Figures ``keys`` of one notebook in one stored run; ``ref[key]`` is the raw value."""
+    """Figures ``keys`` of one notebook in one stored run; ``ref[key]`` is the raw value.
+
+    Printed as one block: a header that names the run and carries the mark "(tham khảo)" once,
+    then one line per figure. ``header`` is the same first line, for a notebook that prints its
+    GPU answer as sentences below it."""
 
     run: dict[str, Any]
     notebook: str
     values: dict[str, Any]
     artefacts: dict[str, str]
-    this: dict[str, Any] | None = None
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.values:
@@ -124,42 +130,82 @@ class Reference:
             )
         return self.values[key]
 
+    @property
+    def header(self) -> str:
+        return f'{ANSWER} (tham khảo), lần chạy {describe(self.run)}'
+
     def __str__(self) -> str:
-        lines = ['Số đo tham khảo (dữ liệu lưu sẵn) của ' + describe(self.run)]
+        lines = [f'Số đo lưu sẵn (tham khảo) của lần chạy {describe(self.run)}']
         for key, value in self.values.items():
-            path = key.split('.')
-            lines.append(f'  {key}:')
-            if self.this is not None:
-                lines.append(f'    lần chạy này: {format_value(self.this[key], path)}')
-            lines.append(f'    {self.run["id"]}: {format_value(value, path)} (tham khảo)')
+            lines.append(f'  {key}: {format_value(value, key.split("."))}')
             if key in self.artefacts:
-                lines.append(f'    số đo hỏng (artefact): {self.artefacts[key]} (tham khảo)')
+                lines.append(f'    số đo hỏng (artefact): {self.artefacts[key]}')
         return '\n'.join(lines)
 
     __repr__ = __str__
 
 
-def reference(notebook: str, *keys: str, run: str, this: dict[str, Any] | None = None) -> Reference:
+def reference(notebook: str, *keys: str, run: str) -> Reference:
     """Figures ``keys`` (dotted paths such as ``'median_s.device_once'``) that ``notebook``
-    (``'exercises/03-log-on-device'``) saved in the stored run ``run`` (its id).
-
-    ``this``: this run's results (the dict given to ``save_results``); each key is then read from
-    it too and printed above the stored value. A key is an artefact when it, or a key above or
-    below it, is marked as one in the run.
-    """
+    (``'exercises/03-log-on-device'``) saved in the stored run ``run`` (its id). A key is an
+    artefact when it, or a key above or below it, is marked as one in the run."""
     data = load_run(run)
     name = notebook.removesuffix('.ipynb')
     entry = lookup(data['notebooks'], name, f'lần chạy {run}, mục notebooks,')
     where = f'lần chạy {run}, notebook {name},'
     values = {key: lookup(entry['results'], key, where) for key in keys}
-    mine = None
-    if this is not None:
-        saved = save_results(this, None)  # as a run file stores them: JSON types, text keys
-        mine = {key: lookup(saved, key, 'kết quả của lần chạy này') for key in keys}
     artefacts = {
         key: reason
         for key in keys
         for mark, reason in entry['artefacts'].items()
         if key == mark or key.startswith(mark + '.') or mark.startswith(key + '.')
     }
-    return Reference(data, name, values, artefacts, mine)
+    return Reference(data, name, values, artefacts)
+
+
+def compare_runs(
+    notebook: str, rows: dict[str, str], *, this: dict[str, Any], runs: list[str]
+) -> str:
+    """A small table: for each ``label: key`` of ``rows`` (a dotted key of the saved results),
+    this run's value (``this``: the dict given to ``save_results``) and each stored run's (by
+    id), the latter with its ratio to this run's value, ``(1.23x)``; ``—`` where a run lacks it.
+    Columns have a fixed width, so a measured figure never moves the columns after it."""
+    name = notebook.removesuffix('.ipynb')
+    stored = [load_run(run) for run in runs]
+    saved = save_results(this, None)  # as a run file stores them: JSON types, text keys
+    width = max(map(len, rows))
+    head = ''.join(f'  {h:<22}' for h in ['lần chạy này', *runs])
+    lines = ['Lần chạy này so với các lần chạy lưu sẵn (trong ngoặc: gấp mấy lần lần chạy này):']
+    lines += [f'  {describe(data)}' for data in stored] + [' ' * width + head.rstrip()]
+    for label, key in rows.items():
+        mine = lookup(saved, key, 'kết quả của lần chạy này')
+        cells = [format_value(mine, key.split('.'))]
+        for data in stored:
+            results = lookup(data['notebooks'], name, f'lần chạy {data["id"]}')['results']
+            try:
+                value = lookup(results, key, '')
+            except ReferenceKeyError:
+                cells.append('—')
+                continue
+            ratio = isinstance(value, (int, float)) and isinstance(mine, (int, float)) and mine
+            ratio = f' ({value / mine:.2f}x)' if ratio and not isinstance(value, bool) else ''
+            cells.append(format_value(value, key.split('.')) + ratio)
+        lines.append(f'{label:<{width}}' + ''.join(f'  {c:<22}' for c in cells).rstrip())
+    return '\n'.join(lines)
+
+
+def host_ratio(run: str) -> tuple[float, float, float]:
+    """``(ratio, gpu, cpu)``: exercise 1's float32 GPU figure at its largest n (its probe, in
+    GFLOP/s) over the best CPU figure measured on the same machine (any CPU row of exercise 1 or
+    choose-a-gpu, at any n): the one GPU/CPU ratio of a run, whichever notebook prints it."""
+    notebooks = load_run(run)['notebooks']
+    probe = notebooks['exercises/01-cpu-vs-gpu-matmul']['results']['probe']['gflops']
+    gpu = probe[max(probe, key=int)]
+    rows = [
+        row
+        for nb in ('exercises/01-cpu-vs-gpu-matmul', 'notebooks/choose-a-gpu')
+        for label, row in notebooks[nb]['results']['gflops'].items()
+        if 'CPU' in label
+    ]
+    cpu = max(v for row in rows for v in row.values() if v is not None)
+    return gpu / cpu, gpu, cpu

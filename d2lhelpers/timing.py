@@ -28,6 +28,8 @@ from .checks import check_int, check_number
 NEAR_FLOOR = 1.5
 #: Two timings closer than this factor are a tie, whatever their spreads.
 TIE_BAND = 1.1
+#: A part above the floor is named after a ceiling only if its rate is within this factor of it.
+CEILING_FACTOR = 2.0
 #: The parts of a measured time, as ``Breakdown`` prints them.
 FIXED = 'chi phí cố định'
 WORK = {'compute': 'tính toán', 'memory': 'băng thông bộ nhớ', None: 'công việc'}
@@ -96,15 +98,27 @@ class BenchmarkResult:
         floor_s = floor.median if isinstance(floor, BenchmarkResult) else float(floor)
         return self.median <= NEAR_FLOOR * floor_s
 
-    def breakdown(self, floor: BenchmarkResult | float, work: str | None = None) -> Breakdown:
-        """This time as the fixed cost ``floor`` (a result or seconds) plus work. ``work``:
-        ``'compute'``, ``'memory'`` or None (not said)."""
+    def breakdown(
+        self,
+        floor: BenchmarkResult | float,
+        *,
+        bandwidth: float | None = None,
+        compute: float | None = None,
+    ) -> Breakdown:
+        """This time as the fixed cost ``floor`` (a result or seconds) plus work, the work named by
+        measurement: give ``bandwidth`` (GB/s) or ``compute`` (GFLOP/s), a ceiling measured on the
+        same device, and see ``Breakdown.of``."""
         floor_s = (
             floor.median if isinstance(floor, BenchmarkResult) else check_number('floor', floor)
         )
-        if work not in WORK:
-            raise ValueError(f"tham số `work` phải là 'compute', 'memory' hoặc None: {work!r}")
-        return Breakdown(self.median, floor_s, work)
+        return Breakdown.of(
+            self.median,
+            floor_s,
+            nbytes=self.nbytes,
+            flops=self.flops,
+            bandwidth=bandwidth,
+            compute=compute,
+        )
 
     def scaled(self, factor: float) -> BenchmarkResult:
         """The same runs with every time times ``factor`` (e.g. per byte of a larger array)."""
@@ -128,12 +142,38 @@ class BenchmarkResult:
 @dataclass(frozen=True, repr=False)
 class Breakdown:
     """A median as fixed cost plus work: ``floor_share`` of it is the floor (the same call on a
-    trivial input), the rest is work (``work``: ``'compute'``, ``'memory'`` or None). The part
-    that dominates is the larger one: no label at a threshold, the shares add up to the time."""
+    trivial input), the rest is work. The part that dominates is the larger one: no label at a
+    threshold, the shares add up to the time. ``work`` names the rest only when a measurement
+    says what it is (``Breakdown.of``): ``'memory'``, ``'compute'`` or None (just work)."""
 
     median_s: float
     floor_s: float
     work: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        median_s: float,
+        floor_s: float,
+        *,
+        nbytes: float | None = None,
+        flops: float | None = None,
+        bandwidth: float | None = None,
+        compute: float | None = None,
+    ) -> Breakdown:
+        """The time above the floor is memory traffic if ``nbytes`` moved in it run within
+        ``CEILING_FACTOR`` of ``bandwidth`` (GB/s, measured), compute if ``flops`` run within it
+        of ``compute`` (GFLOP/s, measured); otherwise nothing measured says what it is, and it is
+        only work. A part whose rate is far from every ceiling (a tiny array in a cache, a step
+        that waits on other replicas) is not named after a ceiling it does not touch."""
+        work_s = median_s - check_number('floor', floor_s, minimum=0)
+        named = None
+        for kind, amount, ceiling in (('memory', nbytes, bandwidth), ('compute', flops, compute)):
+            if amount and ceiling and work_s > 0:
+                rate = amount / work_s / 1e9
+                if ceiling / CEILING_FACTOR <= rate <= ceiling * CEILING_FACTOR:
+                    named = kind
+        return cls(median_s, floor_s, named)
 
     @property
     def times_floor(self) -> float:

@@ -5,7 +5,9 @@
 - the GPU answer comes right after the short answer, and no lesson cell prints a figure marked as
   an artefact (artefacts stay on the run's page);
 - no cell types a regime label or an "x mức sàn" ratio: ``BenchmarkResult.breakdown`` prints them;
-- every plot cell hides its source (JupyterLab's ``source_hidden``, Colab's ``#@title``);
+- every plumbing cell (install, stored runs, GPU answers, saving, plots) is folded in JupyterLab
+  and in Colab (``nbrun.budget.hidden``), and a plumbing cell left visible is found;
+- every exercise ends with the run-by-run table (``compare_runs``);
 - the collection stays within its budget (code lines, cell length, prose words).
 """
 
@@ -16,6 +18,8 @@ import re
 import pytest
 from nbrun import budget
 from nbtools import NOTEBOOKS, ROOT, code_cells, load
+
+from d2lhelpers.reference import ANSWER, reference_runs
 
 EXERCISES = [p for p in NOTEBOOKS if p.startswith('exercises/')]
 
@@ -54,16 +58,45 @@ def test_the_first_solution_cell_prints_the_short_answer(path):
 def test_an_exercise_prints_the_gpu_answer_from_a_reference_run(path):
     cells = [c for c in code_cells(load(path)) if 'reference(' in c.source]
     assert cells, f'{path} never calls reference(...)'
-    assert any('Số đo tham khảo' in text_of(c) for c in cells)
-    assert any('(tham khảo)' in text_of(c) for c in cells)
+    assert any(text_of(c).startswith(f'{ANSWER} (tham khảo), lần chạy ') for c in cells)
+
+
+PLUMBING = re.compile(
+    r'reference\(|save_results\(|compare_runs\(|host_ratio\(|%pip install|plt\.|^import os',
+    re.MULTILINE,
+)
+
+
+def visible_plumbing(nb) -> list[str]:
+    """The first lines of code cells that do plumbing and are not folded in JupyterLab and Colab."""
+    return [
+        c.source.splitlines()[0]
+        for c in code_cells(nb)
+        if PLUMBING.search(c.source) and not budget.hidden(c)
+    ]
 
 
 @pytest.mark.parametrize('path', NOTEBOOKS)
-def test_plot_cells_hide_their_source(path):
-    for cell in code_cells(load(path)):
-        if 'report-figure' in cell.metadata.get('tags', []):
-            assert cell.metadata.get('jupyter', {}).get('source_hidden') is True, path
-            assert re.match(r'# ?@title ', cell.source), cell.source[:80]  # Colab's form title
+def test_plumbing_cells_are_folded_in_jupyterlab_and_colab(path):
+    assert not visible_plumbing(load(path)), path
+
+
+def test_a_plumbing_cell_left_visible_is_found():
+    nb = load(NOTEBOOKS[0])
+    cell = next(c for c in code_cells(nb) if 'save_results(' in c.source)
+    assert not visible_plumbing(nb)
+    del cell.metadata['cellView']  # folded in JupyterLab, shown by Colab
+    assert visible_plumbing(nb) == [cell.source.splitlines()[0]]
+
+
+@pytest.mark.parametrize('path', EXERCISES)
+def test_an_exercise_ends_with_the_run_by_run_table(path):
+    last = code_cells(load(path))[-1]
+    printed = text_of(last)
+    assert 'compare_runs(' in last.source and 'Lần chạy này so với các lần chạy lưu sẵn' in printed
+    assert len(re.findall(r' \(\d+\.\d+x\)', printed)) >= 2, printed  # ratios to this run
+    runs = reference_runs()
+    assert sum(run in printed for run in runs) >= 2, printed
 
 
 def test_the_collection_is_within_its_budget():

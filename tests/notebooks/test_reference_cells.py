@@ -1,10 +1,10 @@
 """The notebooks' reference cells against the stored runs, without TensorFlow.
 
 A reference cell is a code cell that calls ``reference('<notebook>', ..., run='<id>')``: it names
-the run it quotes and uses only ``reference``, ``find_spec``, ``format_seconds`` and this run's
-``results``. Each is
-executed here with the results the CPU reference run recorded for its notebook (what its
-``save_results`` cell saved), and must print what the committed notebook shows (through the nbval
+the run it quotes and uses only ``reference``, ``find_spec``, ``format_seconds``,
+``host_ratio``, ``Breakdown`` and this run's ``results``. Each is executed here with the results
+the CPU reference run recorded for its notebook (what its ``save_results`` cell saved), and must
+print what the committed notebook shows (through the nbval
 sanitizer). Adding a run to ``d2lhelpers/runs/`` must change none of them.
 """
 
@@ -21,7 +21,7 @@ from gpucheck import check, record
 from nbtools import NOTEBOOKS, code_cells, load, sanitize
 from runfixtures import BATCH_CPU, CPU_RUN, GPU_RUN, batch_cpu_summary, demo_run
 
-from d2lhelpers import find_spec, format_seconds, reference
+from d2lhelpers import Breakdown, find_spec, format_seconds, host_ratio, reference
 from d2lhelpers.reference import load_run, reference_runs
 
 reference_module = sys.modules['d2lhelpers.reference']
@@ -55,7 +55,11 @@ def run_cell(path: str, source: str) -> str:
     name = path.removesuffix('.ipynb')
     results = load_run(CPU_RUN)['notebooks'][name]['results']
     namespace = {'reference': reference, 'find_spec': find_spec, 'results': results}
-    namespace['format_seconds'] = format_seconds
+    namespace |= {
+        'format_seconds': format_seconds,
+        'host_ratio': host_ratio,
+        'Breakdown': Breakdown,
+    }
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(source, f'{path} (reference cell)', 'exec'), namespace)

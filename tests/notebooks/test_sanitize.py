@@ -14,13 +14,13 @@ import pytest
 from nbtools import PATTERNS, SANITIZE_CFG, sanitize
 
 from d2lhelpers.datasheets import DATASHEETS
-from d2lhelpers.timing import BenchmarkResult
+from d2lhelpers.timing import BenchmarkResult, Breakdown
 
 TEXT = SANITIZE_CFG.read_text(encoding='utf-8')
 
 
 def test_nbval_reads_every_pair():
-    assert len(PATTERNS) == len(re.findall(r'^regex:', TEXT, flags=re.MULTILINE)) == 8
+    assert len(PATTERNS) == len(re.findall(r'^regex:', TEXT, flags=re.MULTILINE)) == 10
     assert all(replace.strip() for _, replace in PATTERNS)
 
 
@@ -107,7 +107,7 @@ def test_keeps_what_is_not_a_measurement(text):
     ],
 )
 def test_keeps_fixed_values(text):
-    assert sanitize(text) == text
+    assert sanitize(text).lstrip('\n') == text  # a reference header gets a blank line above
 
 
 def test_a_threshold_is_kept_but_the_measurement_beside_it_is_masked():
@@ -133,15 +133,51 @@ def test_every_reference_figure_is_compared_as_it_is():
     run = load_run('h200-2026-11-30')
     for name, entry in run['notebooks'].items():
         keys = [*entry.get('results', {}), *('probe.' + k for k in entry.get('probe', {}))]
-        text = str(reference(name, *keys, run=run['id']))
-        figures = [ln for ln in text.splitlines() if ln.endswith('(tham khảo)')]
-        assert len(figures) >= len(keys)  # a figure's line, and its artefact line if any
-        assert sanitize('\n'.join(figures)) == '\n'.join(figures)
+        block = str(reference(name, *keys, run=run['id']))
+        assert block.count('(tham khảo)') == 1  # one mark, in the header
+        lines = block.splitlines()
+        masked = sanitize(f'đo được 1.0 ms\n{block}')
+        assert masked == 'đo được <thời gian>\n\n\n' + '\n'.join(lines[1:] + lines[:1])
+
+
+def test_a_reference_block_ends_at_a_blank_line():
+    ref = load_h200_answer()
+    text = f'đo được 12.0 ms\n{ref}\n\nsau đó 3.0 ms, 1.5x'
+    masked = sanitize(text)
+    kept = '\n'.join(ref.splitlines()[1:] + ref.splitlines()[:1])  # the header moved below
+    assert masked == f'đo được <thời gian>\n\n\n{kept}\n\nsau đó <thời gian>, <số>x'
+    assert sanitize(text.replace('61.5 µs', '61.6 µs')) != masked  # a stored figure changed
+
+
+def load_h200_answer() -> str:
+    return (
+        'Đáp án trên GPU (tham khảo), lần chạy h200-2026-11-30: NVIDIA H200 × 1\n'
+        '- mỗi phép nhân eager tốn 61.5 µs; CPU nhanh hơn tới n = 128 (1.81x)\n'
+        '- n = 8192: 34.4 TFLOP/s = 51% đỉnh FP32, gấp 24.8x CPU; 519.85x mức sàn: chi phí cố '
+        'định 0%, tính toán 100% thời gian; trội: tính toán'
+    )
 
 
 def test_a_measured_line_is_not_protected_by_a_reference_line_below_it():
     text = 'đo được 12.0 ms\n  median_s.device_once: 421.150 ms (tham khảo)'
     assert sanitize(text).splitlines()[0] == 'đo được <thời gian>'
+
+
+def test_compare_runs_table_masks_this_run_and_the_ratios_and_keeps_stored_figures():
+    from d2lhelpers.reference import compare_runs, load_run
+
+    name = 'exercises/01-cpu-vs-gpu-matmul'
+    mine = load_run('cpu2-2026-12-03')['notebooks'][name]['results']
+    rows = {'TF /CPU:0, n = 2048': 'gflops.TF /CPU:0.2048', 'mức sàn': 'floor_s.TF /CPU:0'}
+    runs = ['cpu2-2026-12-03', 'h200-2026-11-30']
+    table = compare_runs(name, rows, this=mine, runs=runs)
+    faster = dict(mine, gflops={'TF /CPU:0': {'2048': 12345.6}}, floor_s={'TF /CPU:0': 1.5e-6})
+    other = compare_runs(name, rows, this=faster, runs=runs)
+    assert table != other and sanitize(table) == sanitize(other)  # columns do not move
+    masked = sanitize(table)
+    assert 'TF /CPU:0, n = 2048 <số> GFLOP/s 304 GFLOP/s (<số>x) 1386 GFLOP/s (<số>x)' in masked
+    assert 'mức sàn <thời gian> 25.8 µs (<số>x) —' in masked
+    assert sanitize(table.replace('1386 GFLOP/s', '1387 GFLOP/s')) != masked
 
 
 @pytest.mark.parametrize('word', ['nhanh hơn', 'chậm hơn', 'ngang nhau'])
@@ -163,16 +199,16 @@ def test_masks_the_verdict_of_compare_and_keeps_the_rest(word):
     ('times_floor', 'work'), [(2.23, 'compute'), (1.55, 'memory'), (9.0, None)]
 )
 def test_masks_a_breakdown_s_verdicts_and_keeps_its_shape(times_floor, work):
-    b = BenchmarkResult((times_floor,)).breakdown(1.0, work)
+    b = Breakdown(times_floor, 1.0, work)
     line = f'n = 128: {b}'
     assert sanitize(line) == (
         'n = 128: <số>x mức sàn: chi phí cố định <số>%, <công việc> <số>% thời gian; '
         'trội: <phần trội>'
     )
-    other = BenchmarkResult((1.01,)).breakdown(1.0, 'memory')
+    other = Breakdown(1.01, 1.0, 'memory')
     assert sanitize(line) == sanitize(f'n = 128: {other}')  # another machine: same line
     assert sanitize(line) != sanitize(f'n = 256: {b}')  # the rest is compared
-    assert sanitize(f'{line} (tham khảo)') == f'{line} (tham khảo)'
+    assert sanitize(f'{line} (tham khảo)') == f'\n\n{line} (tham khảo)'
 
 
 def test_masks_the_sizes_found_at_the_floor():
@@ -190,7 +226,7 @@ def test_a_negative_duration_is_a_duration():
 
 def test_a_reference_line_keeps_its_verdicts():
     line = '  kind.host_vs_device: ngang nhau; trội: tính toán, ở n = [16] (tham khảo)'
-    assert sanitize(line) == line
+    assert sanitize(line) == f'\n\n{line}'
 
 
 ENV_LINE = 'TensorFlow 2.21.0, Keras 3.15.1, NumPy 2.4.6'  # env_report()'s first line, as stored
@@ -218,4 +254,4 @@ def test_a_version_outside_the_env_report_line_is_kept():
         'ngày 2026-11-30, TensorFlow 2.21.0, notebook phiên bản 0.2.0 (commit fa73af3)'
     )
     for text in [reference_header, f'  {ENV_LINE}', f'{ENV_LINE} (tham khảo)']:
-        assert sanitize(text) == text
+        assert sanitize(text).lstrip('\n') == text

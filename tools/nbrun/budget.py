@@ -1,6 +1,11 @@
 """The collection's size budget, counted: ``python -m nbrun.budget [--check] [NOTEBOOK ...]``.
 
-- non-blank code lines, at most ``MAX_CODE_LINES`` for the whole collection;
+It counts what a learner reads:
+- non-blank code lines a learner sees (cells not hidden), at most ``MAX_VISIBLE_LINES``; a hidden
+  cell is one JupyterLab and Colab both fold (``hidden``): metadata ``jupyter.source_hidden`` and
+  ``cellView: form``, first line ``# @title <what it prints>``;
+- all non-blank code lines, hidden ones included, at most ``MAX_CODE_LINES``;
+- printed text lines (streams and text values, not figures), at most ``MAX_OUTPUT_LINES``;
 - no code cell over ``MAX_CELL_LINES`` non-blank lines, except a plot cell whose source is hidden
   (metadata ``jupyter.source_hidden``), which may have ``MAX_PLOT_LINES``;
 - prose words (whitespace-separated tokens of the markdown cells), at most ``MAX_WORDS``;
@@ -19,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 MAX_CODE_LINES = 1200
-MAX_WORDS = 15000
+MAX_VISIBLE_LINES = 850
+MAX_WORDS = 14000
+MAX_OUTPUT_LINES = 320
 MAX_CELL_LINES = 25
 MAX_PLOT_LINES = 40
 _TEXT = ('text/plain', 'text/markdown', 'text/html')
@@ -29,7 +36,9 @@ _TEXT = ('text/plain', 'text/markdown', 'text/html')
 class Count:
     notebook: str
     code_lines: int = 0
+    visible_lines: int = 0
     words: int = 0
+    output_lines: int = 0
     long_cells: list[str] = field(default_factory=list)  # 'cell 12: 31 lines'
     compared_chars: int = 0
     output_chars: int = 0
@@ -37,6 +46,26 @@ class Count:
 
 def _text(value: object) -> str:
     return ''.join(value) if isinstance(value, list) else str(value or '')
+
+
+def hidden(cell: dict) -> bool:
+    """Folded in JupyterLab (``source_hidden``) and in Colab (a form cell with a ``@title``)."""
+    meta = cell.get('metadata', {})
+    return (
+        meta.get('jupyter', {}).get('source_hidden') is True
+        and meta.get('cellView') == 'form'
+        and _text(cell.get('source')).startswith('# @title ')
+    )
+
+
+def _output_lines(cell: dict) -> int:
+    n = 0
+    for out in cell.get('outputs', []):
+        if out.get('output_type') == 'stream':
+            n += len(_text(out.get('text')).splitlines())
+        elif out.get('output_type') == 'execute_result':
+            n += len(_text(out.get('data', {}).get('text/plain')).splitlines())
+    return n
 
 
 def _output_chars(cell: dict) -> int:
@@ -62,8 +91,9 @@ def count_one(path: Path) -> Count:
             continue
         lines = sum(1 for line in source.splitlines() if line.strip())
         c.code_lines += lines
-        hidden = cell.get('metadata', {}).get('jupyter', {}).get('source_hidden') is True
-        limit = MAX_PLOT_LINES if hidden and 'plt.' in source else MAX_CELL_LINES
+        c.visible_lines += 0 if hidden(cell) else lines
+        c.output_lines += _output_lines(cell)
+        limit = MAX_PLOT_LINES if hidden(cell) and 'plt.' in source else MAX_CELL_LINES
         if lines > limit:
             c.long_cells.append(f'cell {i}: {lines} lines (limit {limit})')
         chars = _output_chars(cell)
@@ -80,12 +110,25 @@ def count(paths: list[Path]) -> list[Count]:
 
 def problems(counts: list[Count]) -> list[str]:
     found = [f'{c.notebook}: {cell}' for c in counts for cell in c.long_cells]
-    code, words = sum(c.code_lines for c in counts), sum(c.words for c in counts)
-    if code > MAX_CODE_LINES:
-        found.append(f'{code} non-blank code lines (limit {MAX_CODE_LINES})')
-    if words > MAX_WORDS:
-        found.append(f'{words} prose words (limit {MAX_WORDS})')
+    for what, limit in LIMITS.items():
+        total = sum(getattr(c, what) for c in counts)
+        if total > limit:
+            found.append(f'{total} {NAMES[what]} (limit {limit})')
     return found
+
+
+LIMITS = {
+    'visible_lines': MAX_VISIBLE_LINES,
+    'code_lines': MAX_CODE_LINES,
+    'words': MAX_WORDS,
+    'output_lines': MAX_OUTPUT_LINES,
+}
+NAMES = {
+    'visible_lines': 'visible code lines',
+    'code_lines': 'non-blank code lines',
+    'words': 'prose words',
+    'output_lines': 'printed output lines',
+}
 
 
 def compared_share(counts: list[Count]) -> float:
@@ -94,14 +137,22 @@ def compared_share(counts: list[Count]) -> float:
 
 
 def render(counts: list[Count]) -> str:
-    rows = [f'{"notebook":45} {"code lines":>10} {"words":>6} {"nbval compares":>14}']
+    head = ['visible', 'hidden', 'words', 'output', 'nbval compares']
+    rows = [f'{"notebook":45}' + ''.join(f' {h:>8}' for h in head[:4]) + f' {head[4]:>14}']
+
+    def row(name: str, cs: list[Count], share: float) -> str:
+        visible, code = sum(c.visible_lines for c in cs), sum(c.code_lines for c in cs)
+        words, out = sum(c.words for c in cs), sum(c.output_lines for c in cs)
+        return f'{name:45} {visible:>8} {code - visible:>8} {words:>8} {out:>8} {share:>14.0%}'
+
     for c in counts:
-        share = c.compared_chars / c.output_chars if c.output_chars else 1.0
-        rows.append(f'{c.notebook:45} {c.code_lines:>10} {c.words:>6} {share:>14.0%}')
-    code, words = sum(c.code_lines for c in counts), sum(c.words for c in counts)
+        rows.append(
+            row(c.notebook, [c], c.compared_chars / c.output_chars if c.output_chars else 1)
+        )
+    rows.append(row('total', counts, compared_share(counts)))
     rows.append(
-        f'{"total (limits " + str(MAX_CODE_LINES) + " / " + str(MAX_WORDS) + ")":45} '
-        f'{code:>10} {words:>6} {compared_share(counts):>14.0%}'
+        f'limits: visible {MAX_VISIBLE_LINES}, all code {MAX_CODE_LINES}, words {MAX_WORDS}, '
+        f'output {MAX_OUTPUT_LINES}'
     )
     rows += [f'over the limit: {p}' for p in problems(counts)]
     return '\n'.join(rows)
