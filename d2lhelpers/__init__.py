@@ -5,9 +5,8 @@
 - timing: ``benchmark``, ``interleave`` (synchronised, repeated, median and IQR), ``compare`` (the
   one verdict rule), ``Breakdown``, ``format_seconds``, ``NEAR_FLOOR``, ``TIE_BAND``;
 - checks: ``check_int``, ``check_int_list``, ``check_auto`` (errors that name the parameter);
-- ``save_results``; ``DATASHEETS``/``find_spec`` (published GPU figures); ``reference`` (GPU
-  answers from a stored reference run), ``compare_runs`` (this run beside stored runs),
-  ``host_ratio`` (a stored run's one GPU/CPU ratio) and ``ReferenceKeyError``;
+- ``save_results``; ``DATASHEETS``/``find_spec`` (published GPU figures); ``reference``,
+  ``compare_runs``, ``host_ratio`` and ``ReferenceKeyError`` (figures of stored reference runs);
 - ``run_workers`` (``MultiWorkerMirroredStrategy`` workers on one machine) and its errors.
 
 The types these return (``BenchmarkResult``, ``Comparison``, ``EnvReport``, ``GPUSpec``,

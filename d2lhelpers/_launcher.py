@@ -71,7 +71,7 @@ def watch(procs: list[subprocess.Popen], signals: list[int]) -> str:
     return 'signal'
 
 
-def launch(folder: Path, spec: dict) -> int:
+def launch(folder: Path, spec: dict) -> None:
     signals: list[int] = []  # a signal only sets this flag: a Popen is never cut half-way
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, lambda signum, frame: signals.append(signum))
@@ -105,11 +105,10 @@ def launch(folder: Path, spec: dict) -> int:
     (folder / 'status.json').write_text(json.dumps(status))
     if ending == 'orphaned':  # nobody else will remove the folder
         shutil.rmtree(folder, ignore_errors=True)
-    return 0
 
 
 if __name__ == '__main__':
     if sys.argv[1] == '--probe':  # ``--probe CALLER_NS``: only check the private network
         bring_up_loopback(sys.argv[2])
     else:
-        sys.exit(launch(Path(sys.argv[1]), json.loads(sys.argv[2])))
+        launch(Path(sys.argv[1]), json.loads(sys.argv[2]))

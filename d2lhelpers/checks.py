@@ -11,6 +11,7 @@ import ast
 import math
 import re
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 
@@ -55,10 +56,8 @@ def check_auto(name: str, value: object, check: Callable[[str, Any], Any], auto:
 def check_int_list(name: str, value: object) -> list[int]:
     """A non-empty list of ints > 0; a string such as ``"[64, 128]"`` (papermill's ``-p``) too."""
     if isinstance(value, str):  # papermill's ``-p NAME "[1, 2]"`` arrives as text
-        try:
+        with suppress(ValueError, SyntaxError):  # not a Python literal: refused below, as text
             value = ast.literal_eval(value.strip())
-        except (ValueError, SyntaxError):
-            pass  # not a Python literal: refused just below, as text
     if not isinstance(value, (list, tuple)):
         raise TypeError(f'tham số `{name}` phải là một danh sách số nguyên, nhận được {value!r}')
     if not value:

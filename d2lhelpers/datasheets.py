@@ -3,8 +3,7 @@
 Tensor-core figures are dense (half NVIDIA's "with sparsity" figure) and, for FP16/BF16, with FP32
 accumulation (what TensorFlow's matmul uses; GeForce cards run it at half their FP16-accumulate
 rate); ``None``: no such mode. A row prints ending with ``(data sheet)``, which tests/sanitize.cfg
-compares verbatim. ``find_spec`` gives no row to a GPU that no row describes: a MIG slice (a
-fraction of a GPU), a Grace Hopper superchip, a V100 variant without its own row, a name not known.
+compares verbatim. ``find_spec`` gives no row to a GPU that no row describes (see ``_PATTERNS``).
 """
 
 from __future__ import annotations

@@ -3,14 +3,13 @@
 d2l's names and call shapes (``cpu``, ``gpu``, ``num_gpus``, ``try_gpu``, ``try_all_gpus``,
 ``device._device_name``) with d2l's defects fixed: a device prints as its name, ``try_all_gpus()``
 is never empty, logical GPUs count, and counting does not start TensorFlow's runtime.
-TensorFlow is imported inside the functions, so ``import d2lhelpers`` works without it.
 """
 
 from __future__ import annotations
 
 import math
-import shutil
 import subprocess
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -86,11 +85,12 @@ def ensure_devices(n: int = 1, *, need_bytes: float | None = None) -> list[Devic
     With ``n`` or more GPUs: the first ``n``. With fewer: GPU 0 is split into logical GPUs until
     there are ``n``, each with a memory limit of twice ``need_bytes`` (what one device must hold)
     plus 512 MB for TensorFlow's own buffers, rounded up to 256 MB, and at least 1024 MB (2048 MB
-    when ``need_bytes`` is not given). Without a GPU: the CPU is split into ``n`` logical CPUs.
-    Every GPU it does not split is asked for memory growth (TensorFlow then takes GPU memory as it
-    needs it, instead of all of it on every visible GPU); TensorFlow 2.21 drops that request on
-    every GPU once one GPU is split (read in its ``context.py``, not yet seen on a GPU). A line
-    says so whenever it splits.
+    when ``need_bytes`` is not given). Without a GPU: the CPU is split into ``n`` logical CPUs
+    (never when there is a GPU). A line says so whenever it splits. Every GPU it does not split is
+    asked for memory growth (GPU memory taken as needed, not all of it at start); TensorFlow 2.21
+    drops that request on every GPU once any device, a CPU included, has a logical-device
+    configuration (its ``context.py``; tests/package/test_memory_growth.py; not yet seen on a GPU).
+    ``TF_FORCE_GPU_ALLOW_GROWTH=true``, set before the runtime starts, keeps growth regardless.
 
     Call it before TensorFlow's runtime starts (first op, device scope, ``env_report()``); again
     with the same arguments, it returns the same devices; with another memory limit, it raises.
@@ -139,10 +139,8 @@ def ensure_devices(n: int = 1, *, need_bytes: float | None = None) -> list[Devic
 
 def _grow(tf: Any, gpus: list) -> None:
     for g in gpus:
-        try:
+        with suppress(RuntimeError, ValueError):  # runtime already started: leave it as it is
             tf.config.experimental.set_memory_growth(g, True)
-        except (RuntimeError, ValueError):  # runtime already started: leave it as it is
-            pass
 
 
 @dataclass
@@ -178,22 +176,19 @@ class EnvReport:
     cudnn: str | None
     physical: list[str]
     logical: list[str]
-    tf32: bool | None = None
+    tf32: bool
     gpus: list[GPUInfo] = field(default_factory=list)
 
     def __str__(self) -> str:
         cuda = f'có (CUDA {self.cuda}, cuDNN {self.cudnn})' if self.built_with_cuda else 'không'
+        tf32 = 'bật' if self.tf32 else 'tắt'
         lines = [
             f'TensorFlow {self.tensorflow}, Keras {self.keras}, NumPy {self.numpy}',
             f'bản build có CUDA: {cuda}',
             'thiết bị vật lý: ' + ', '.join(self.physical),
             'thiết bị logic:  ' + ', '.join(self.logical),
+            f'TF32 cho phép nhân float32 (chỉ GPU từ Ampere trở lên): {tf32}',
         ]
-        if self.tf32 is not None:
-            lines.append(
-                'TF32 cho phép nhân float32 (chỉ GPU từ Ampere trở lên): '
-                + ('bật' if self.tf32 else 'tắt')
-            )
         lines += [str(g) for g in self.gpus] or ['GPU: không tìm thấy GPU nào']
         return '\n'.join(lines)
 
@@ -206,8 +201,6 @@ class EnvReport:
 def _smi_rows() -> list[dict[str, str]]:
     """nvidia-smi's GPUs (name, memory.total in MiB, driver_version), in its own (PCI) order;
     [] without it. The one nvidia-smi query of the project (gpucheck.record too)."""
-    if not shutil.which('nvidia-smi'):
-        return []
     query = 'name,memory.total,driver_version'
     try:
         out = subprocess.run(
@@ -231,10 +224,8 @@ def _memory_total_mb(name: str | None, rows: list[dict[str, str]]) -> float | No
     name has the same; else None. Pairing by name, not by number: CUDA numbers GPUs fastest first
     and after ``CUDA_VISIBLE_DEVICES``, nvidia-smi in PCI order."""
     totals = {r['memory.total'] for r in rows if r['name'] == name}
-    if len(totals) != 1:
-        return None
-    total = totals.pop()  # '[N/A]' when nvidia-smi cannot read it
-    return float(total) if total.replace('.', '').isdigit() else None
+    numbers = [float(t) for t in totals if t.replace('.', '').isdigit()]  # not '[N/A]'
+    return numbers[0] if len(totals) == 1 and numbers else None
 
 
 def env_report() -> EnvReport:

@@ -1,6 +1,5 @@
-"""``run_workers(script)``: a program (a notebook's training loop under
-``MultiWorkerMirroredStrategy``) run as ``n_workers`` processes on this machine, each with a
-``TF_CONFIG`` naming 127.0.0.1 ports; each writes its weights and losses to a JSON file.
+"""``run_workers(script)``: a notebook's training loop under ``MultiWorkerMirroredStrategy`` run
+as ``n_workers`` processes on this machine, each with a ``TF_CONFIG`` naming 127.0.0.1 ports.
 
 TensorFlow's gRPC server listens on ``0.0.0.0:PORT`` whatever ``TF_CONFIG`` says, without
 authentication: whoever reaches the port runs ops in the worker. So the workers run in a private
@@ -48,13 +47,10 @@ STOP_GRACE_S = 10.0  # how long the launcher gets to kill and reap its workers o
 class WorkerError(RuntimeError):
     """A worker failed (or the deadline passed); every worker has been killed and reaped."""
 
-    def __init__(
-        self, message, *, pids=(), exit_codes=(), logs=(), network=None, launcher_pid=None
-    ):
+    def __init__(self, message, *, pids=(), exit_codes=(), network=None, launcher_pid=None):
         super().__init__(message)
         self.pids = list(pids)
         self.exit_codes = list(exit_codes)
-        self.logs = list(logs)
         self.network = network
         self.launcher_pid = launcher_pid
 
@@ -100,9 +96,9 @@ class WorkerResult:
         )
 
 
-def _tail(path: Path, lines: int = 3) -> str:
+def _tail(path: Path) -> str:
     try:
-        return '\n'.join(path.read_text(errors='replace').strip().splitlines()[-lines:])
+        return '\n'.join(path.read_text(errors='replace').strip().splitlines()[-1:])
     except OSError:
         return ''
 
@@ -125,21 +121,11 @@ def _start(folder: Path, cmds: list, env: dict, prefix: list, caller_ns, hosts) 
         )
 
 
-def _timed_out(launcher: subprocess.Popen, until: float) -> bool:
-    """Wait for the launcher to end, at most until ``until`` (``time.monotonic()``)."""
-    try:  # Popen.wait(timeout) polls: a KeyboardInterrupt gets through
-        launcher.wait(max(0.0, until - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        return True
-    return False
-
-
 def _stop(launcher: subprocess.Popen) -> None:
     """Tell the launcher to stop (a byte, then the end of its stdin) and reap it, or SIGKILL its
-    whole session. A second call only waits."""
+    whole session."""
     try:
-        if not launcher.stdin.closed:
-            launcher.stdin.write(b'.')
+        launcher.stdin.write(b'.')
         launcher.stdin.close()
         launcher.wait(STOP_GRACE_S)
     except (subprocess.TimeoutExpired, BrokenPipeError):  # BrokenPipeError: it had ended
@@ -178,9 +164,12 @@ def _run(folder: Path, cmds: list, env: dict, why: str | None, deadline_s: float
         warning = WARNING.format(reason=why, deadline_s=deadline_s, n=len(cmds), ports=ports)
         print(warning, file=sys.stderr, flush=True)
         launcher = _start(folder, cmds, env, [], None, hosts)
-    try:  # normal end, error, KeyboardInterrupt: nothing is left behind
-        return launcher, _timed_out(launcher, time.monotonic() + deadline_s)
-    finally:
+    try:  # Popen.wait(timeout) polls: a KeyboardInterrupt gets through
+        launcher.wait(deadline_s)
+        return launcher, False
+    except subprocess.TimeoutExpired:
+        return launcher, True
+    finally:  # normal end, error, KeyboardInterrupt: nothing is left behind
         _stop(launcher)
 
 
@@ -191,7 +180,7 @@ def _failure(folder: Path, n: int, launcher: subprocess.Popen, timed_out: bool, 
         killed = f'worker {status["killed"]}' if status else 'mọi worker'
         return WorkerTimeout, f'quá hạn {deadline_s:g} s: đã dừng (SIGKILL) {killed}'
     if status is None:
-        log = _tail(folder / 'launcher.log', 1)
+        log = _tail(folder / 'launcher.log')
         return WorkerError, f'bộ khởi động worker thoát với mã {launcher.returncode}: {log}'
     if status['failed'] is not None:
         i = status['failed']
@@ -251,11 +240,11 @@ def run_workers(
         failure = _failure(folder, n_workers, launcher, timed_out, deadline_s)
         if failure:
             error, message = failure
-            logs = [_tail(folder / f'worker{i}.log') for i in range(len(pids))]
-            for i, (code, log) in enumerate(zip(codes, logs, strict=True)):
+            for i, code in enumerate(codes):
+                log = _tail(folder / f'worker{i}.log')
                 message += f'\n  worker {i}: mã thoát {code}'
-                message += log and ', log: ' + log.splitlines()[-1]
-            kw = dict(pids=pids, exit_codes=codes, logs=logs, launcher_pid=launcher.pid)
+                message += log and ', log: ' + log
+            kw = dict(pids=pids, exit_codes=codes, launcher_pid=launcher.pid)
             raise error(message, network=network, **kw)
         import numpy as np
 

@@ -1,11 +1,7 @@
 """Reference runs stored as data (``d2lhelpers/runs/*.json``, written only by ``gpucheck.record``,
-whose docstring lists the fields of the one schema): real figures of other machines.
-
-``reference(notebook, *keys, run=ID)`` prints the figures ``keys`` of one named run, labelled as
-reference data, with the artefacts of that run marked and their reasons. Every notebook names
-the run it quotes, so adding a run to ``runs/`` changes no notebook. ``compare_runs`` prints this
-run's headline figures beside those of stored runs, with ratios; ``host_ratio`` is the one
-GPU/CPU ratio of a run.
+whose docstring lists the fields of the one schema): real figures of other machines, read by
+``reference``, ``compare_runs`` and ``host_ratio``. Every notebook names the run it quotes, so
+adding a run to ``runs/`` changes no notebook.
 """
 
 from __future__ import annotations
@@ -17,6 +13,7 @@ from typing import Any
 
 from . import __version__
 from .results import save_results
+from .timing import format_seconds
 
 SCHEMA = 1
 
@@ -81,8 +78,6 @@ def format_value(value: Any, path: list[str]) -> str:
         return str(value)
     for part in reversed(path):
         if part.endswith('_s'):
-            from .timing import format_seconds
-
             return format_seconds(value)
         if any(word in part for word in RATIO_WORDS):
             return f'{value:.2f}x'
@@ -113,12 +108,11 @@ def describe(run: dict[str, Any]) -> str:
 class Reference:
     """Figures ``keys`` of one notebook in one stored run; ``ref[key]`` is the raw value.
 
-    Printed as one block: a header that names the run and carries the mark "(tham khảo)" once,
-    then one line per figure. ``header`` is the same first line, for a notebook that prints its
-    GPU answer as sentences below it."""
+    ``header`` is the first line of a GPU answer: the one label, the mark "(tham khảo)" (once, for
+    the whole block: tests/sanitize.cfg compares the lines below it up to a blank line as they
+    are) and the run. The notebook prints its answer, sentences from ``ref[key]``, below it."""
 
     run: dict[str, Any]
-    notebook: str
     values: dict[str, Any]
     artefacts: dict[str, str]
 
@@ -134,16 +128,6 @@ class Reference:
     def header(self) -> str:
         return f'{ANSWER} (tham khảo), lần chạy {describe(self.run)}'
 
-    def __str__(self) -> str:
-        lines = [f'Số đo lưu sẵn (tham khảo) của lần chạy {describe(self.run)}']
-        for key, value in self.values.items():
-            lines.append(f'  {key}: {format_value(value, key.split("."))}')
-            if key in self.artefacts:
-                lines.append(f'    số đo hỏng (artefact): {self.artefacts[key]}')
-        return '\n'.join(lines)
-
-    __repr__ = __str__
-
 
 def reference(notebook: str, *keys: str, run: str) -> Reference:
     """Figures ``keys`` (dotted paths such as ``'median_s.device_once'``) that ``notebook``
@@ -154,13 +138,17 @@ def reference(notebook: str, *keys: str, run: str) -> Reference:
     entry = lookup(data['notebooks'], name, f'lần chạy {run}, mục notebooks,')
     where = f'lần chạy {run}, notebook {name},'
     values = {key: lookup(entry['results'], key, where) for key in keys}
-    artefacts = {
-        key: reason
-        for key in keys
-        for mark, reason in entry['artefacts'].items()
-        if key == mark or key.startswith(mark + '.') or mark.startswith(key + '.')
-    }
-    return Reference(data, name, values, artefacts)
+    reasons = {key: _artefact(entry, key) for key in keys}
+    return Reference(data, values, {key: why for key, why in reasons.items() if why})
+
+
+def _artefact(entry: dict[str, Any], key: str) -> str | None:
+    """Why ``key`` of a run's notebook ``entry`` is an artefact (marked itself, or a key above or
+    below it), or None."""
+    for mark, reason in entry['artefacts'].items():
+        if key == mark or key.startswith(mark + '.') or mark.startswith(key + '.'):
+            return reason
+    return None
 
 
 def compare_runs(
@@ -168,7 +156,8 @@ def compare_runs(
 ) -> str:
     """A small table: for each ``label: key`` of ``rows`` (a dotted key of the saved results),
     this run's value (``this``: the dict given to ``save_results``) and each stored run's (by
-    id), the latter with its ratio to this run's value, ``(1.23x)``; ``—`` where a run lacks it.
+    id), the latter with its ratio to this run's value, ``(1.23x)``; ``—`` where a run lacks it,
+    ``số đo hỏng`` where the run marks it as an artefact.
     Columns have a fixed width, so a measured figure never moves the columns after it."""
     name = notebook.removesuffix('.ipynb')
     stored = [load_run(run) for run in runs]
@@ -181,11 +170,14 @@ def compare_runs(
         mine = lookup(saved, key, 'kết quả của lần chạy này')
         cells = [format_value(mine, key.split('.'))]
         for data in stored:
-            results = lookup(data['notebooks'], name, f'lần chạy {data["id"]}')['results']
+            entry = lookup(data['notebooks'], name, f'lần chạy {data["id"]}')
             try:
-                value = lookup(results, key, '')
+                value = lookup(entry['results'], key, '')
             except ReferenceKeyError:
                 cells.append('—')
+                continue
+            if _artefact(entry, key):  # its reason is on the run's page, not in a lesson
+                cells.append('số đo hỏng')
                 continue
             ratio = isinstance(value, (int, float)) and isinstance(mine, (int, float)) and mine
             ratio = f' ({value / mine:.2f}x)' if ratio and not isinstance(value, bool) else ''
@@ -198,14 +190,9 @@ def host_ratio(run: str) -> tuple[float, float, float]:
     """``(ratio, gpu, cpu)``: exercise 1's float32 GPU figure at its largest n (its probe, in
     GFLOP/s) over the best CPU figure measured on the same machine (any CPU row of exercise 1 or
     choose-a-gpu, at any n): the one GPU/CPU ratio of a run, whichever notebook prints it."""
-    notebooks = load_run(run)['notebooks']
-    probe = notebooks['exercises/01-cpu-vs-gpu-matmul']['results']['probe']['gflops']
-    gpu = probe[max(probe, key=int)]
-    rows = [
-        row
-        for nb in ('exercises/01-cpu-vs-gpu-matmul', 'notebooks/choose-a-gpu')
-        for label, row in notebooks[nb]['results']['gflops'].items()
-        if 'CPU' in label
-    ]
+    runs = load_run(run)['notebooks']
+    ex1, choose = runs['exercises/01-cpu-vs-gpu-matmul'], runs['notebooks/choose-a-gpu']
+    probe = ex1['results']['probe']['gflops']
+    rows = [row for nb in (ex1, choose) for k, row in nb['results']['gflops'].items() if 'CPU' in k]
     cpu = max(v for row in rows for v in row.values() if v is not None)
-    return gpu / cpu, gpu, cpu
+    return probe[max(probe, key=int)] / cpu, probe[max(probe, key=int)], cpu

@@ -22,37 +22,12 @@ def _jsonable(value: Any) -> Any:
     if callable(getattr(value, 'numpy', None)):  # a TensorFlow tensor
         value = value.numpy()
     if callable(getattr(value, 'tolist', None)):  # NumPy scalars and arrays
-        value = value.tolist()
-        if isinstance(value, list):
-            return _jsonable(value)
+        return _jsonable(value.tolist())
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return str(value)
-
-
-def atomic_write(path: str | os.PathLike, data: str | bytes) -> Path:
-    """Write ``data`` (text as UTF-8, or bytes) to a new file beside ``path``, flush it to disk and
-    rename it over ``path``: a reader never sees half a file. An existing file keeps its
-    permission bits; on any error the temporary file is removed and ``path`` is left as it was.
-    The project's one atomic writer (the batch runner and gpucheck use it too)."""
-    path = Path(path)
-    raw = data.encode('utf-8') if isinstance(data, str) else bytes(data)
-    tmp = path.with_name(f'.{path.name}.{uuid.uuid4().hex[:12]}.tmp')
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, 'wb') as f:
-            f.write(raw)
-            f.flush()
-            os.fsync(f.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
 
 
 def save_results(results: dict[str, Any], path: str | os.PathLike | None) -> dict[str, Any]:
@@ -72,5 +47,10 @@ def save_results(results: dict[str, Any], path: str | os.PathLike | None) -> dic
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + '\n'
-    atomic_write(path, text)
+    tmp = path.with_name(f'.{path.name}.{uuid.uuid4().hex[:12]}.tmp')
+    try:  # renamed over the file whole: a reader never sees half of it, a failure keeps the old
+        tmp.write_text(text, encoding='utf-8')
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return data

@@ -8,10 +8,7 @@ autotunes), puts enough calls in each timed run that the sync and the clock are 
 
 A measured time adds up: time ≈ fixed cost + max(memory time, compute time). The fixed cost (the
 floor: dispatching an op and timing it) is measured by timing a trivial op the same way (``floor =
-benchmark(tiny_op)``); ``result.breakdown(floor)`` says what share of the time it is and which part
-dominates, and ``result.near(floor)`` that the result measured little more than it.
-``compare(a, b)`` is the collection's one verdict rule: faster, slower or a tie, where a
-tie is a difference inside ``TIE_BAND`` or inside the measured spread (the runs' IQRs overlap).
+benchmark(tiny_op)``); ``result.breakdown(floor)`` and ``result.near(floor)`` judge a time by it.
 """
 
 from __future__ import annotations
@@ -63,10 +60,6 @@ class BenchmarkResult:
     nbytes: float | None = None
 
     @property
-    def runs(self) -> int:
-        return len(self.times)
-
-    @property
     def median(self) -> float:
         return statistics.median(self.times)
 
@@ -98,27 +91,11 @@ class BenchmarkResult:
         floor_s = floor.median if isinstance(floor, BenchmarkResult) else float(floor)
         return self.median <= NEAR_FLOOR * floor_s
 
-    def breakdown(
-        self,
-        floor: BenchmarkResult | float,
-        *,
-        bandwidth: float | None = None,
-        compute: float | None = None,
-    ) -> Breakdown:
-        """This time as the fixed cost ``floor`` (a result or seconds) plus work, the work named by
-        measurement: give ``bandwidth`` (GB/s) or ``compute`` (GFLOP/s), a ceiling measured on the
-        same device, and see ``Breakdown.of``."""
-        floor_s = (
-            floor.median if isinstance(floor, BenchmarkResult) else check_number('floor', floor)
-        )
-        return Breakdown.of(
-            self.median,
-            floor_s,
-            nbytes=self.nbytes,
-            flops=self.flops,
-            bandwidth=bandwidth,
-            compute=compute,
-        )
+    def breakdown(self, floor: BenchmarkResult | float, **ceilings: float) -> Breakdown:
+        """``Breakdown.of`` this median above ``floor`` (a result or seconds), with this result's
+        bytes and FLOPs; ``ceilings``: ``bandwidth`` (GB/s), ``compute`` (GFLOP/s), measured."""
+        floor_s = floor.median if isinstance(floor, BenchmarkResult) else floor
+        return Breakdown.of(self.median, floor_s, nbytes=self.nbytes, flops=self.flops, **ceilings)
 
     def scaled(self, factor: float) -> BenchmarkResult:
         """The same runs with every time times ``factor`` (e.g. per byte of a larger array)."""
@@ -128,7 +105,7 @@ class BenchmarkResult:
     def __str__(self) -> str:
         text = (
             f'{self.label + ": " if self.label else ""}{format_seconds(self.median)} ± '
-            f'{format_seconds(self.iqr / 2)} (trung vị ± nửa IQR, {self.runs} lần đo)'
+            f'{format_seconds(self.iqr / 2)} (trung vị ± nửa IQR, {len(self.times)} lần đo)'
         )
         if self.gflops is not None:
             text += f', {self.gflops:.1f} GFLOP/s'
@@ -176,22 +153,15 @@ class Breakdown:
         return cls(median_s, floor_s, named)
 
     @property
-    def times_floor(self) -> float:
-        return self.median_s / self.floor_s
-
-    @property
     def floor_share(self) -> float:
         return min(1.0, self.floor_s / self.median_s)
 
-    @property
-    def dominant(self) -> str:
-        return FIXED if self.floor_share >= 0.5 else WORK[self.work]
-
     def __str__(self) -> str:
         share = self.floor_share
+        dominant = FIXED if share >= 0.5 else WORK[self.work]
         return (
-            f'{self.times_floor:.2f}x mức sàn: {FIXED} {share:.0%}, {WORK[self.work]} '
-            f'{1 - share:.0%} thời gian; trội: {self.dominant}'
+            f'{self.median_s / self.floor_s:.2f}x mức sàn: {FIXED} {share:.0%}, {WORK[self.work]} '
+            f'{1 - share:.0%} thời gian; trội: {dominant}'
         )
 
     __repr__ = __str__

@@ -38,8 +38,8 @@ def gpu_env(names: tuple[str, ...] = ('NVIDIA H100 80GB HBM3',)) -> dict[str, An
         for i, name in enumerate(names)
     ]
     devices = ['/CPU:0', *(g.device for g in gpus)]
-    report = EnvReport('2.21.0', '3.15.1', '2.4.6', True, '12.5.1', '9', devices, devices)
-    report.tf32, report.gpus = False, gpus
+    report = EnvReport('2.21.0', '3.15.1', '2.4.6', True, '12.5.1', '9', devices, devices, False)
+    report.gpus = gpus
     return report.as_dict()
 
 

@@ -3,7 +3,10 @@
 Prose is the markdown of every notebook, README.md and docs/*.md (the glossary itself lists the
 banned forms, so it is skipped), with code spans, fenced code, math, link targets and URLs taken
 out. Comments are the ``#`` comments of every notebook's code cells. Each rule names the form the
-glossary asks for instead.
+glossary asks for instead. Two forms are banned in any text at all (``ANYWHERE``: a notebook's
+sources and stored outputs, README.md, CONTRIBUTING.md and every page under docs/), and two English
+terms may appear only inside their Vietnamese gloss (``GLOSS_ONLY``). Every notebook ends with
+"## Bài tập" (``last_heading_problems``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,17 @@ from nbtools import NOTEBOOKS, ROOT
 
 DOCS = ['README.md', *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / 'docs').glob('*.md'))]
 DOCS.remove('docs/glossary.md')
+#: Every text a reader can see, for the ANYWHERE rules (generated run pages included; the
+#: glossary, which lists the banned forms, is not).
+ALL_TEXTS = [
+    'README.md',
+    'CONTRIBUTING.md',
+    *sorted(
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / 'docs').rglob('*.md')
+        if p.name != 'glossary.md' or p.parent != ROOT / 'docs'
+    ),
+]
 
 # (banned regex, what to write instead); matched case-insensitively on NFC text.
 EVERYWHERE = [
@@ -51,6 +65,29 @@ EVERYWHERE = [
     (r'phép dò', '"phép đo thêm (probe)"'),
     (r'(?<!lượt )truyền (?:xuôi|ngược)|lượt (?:xuôi|ngược)', '"lượt truyền xuôi / ngược"'),
 ]
+#: Banned in every text, code strings and stored outputs included (the glossary forbids them in the
+#: glossary's own table only as examples, and that file is skipped).
+ANYWHERE = [
+    (
+        r'bộ tăng tốc',
+        'the site\'s own label in quotes: mục "Accelerator" của Kaggle, chọn "GPU T4 x2" '
+        '("tăng tốc" is a speedup)',
+    ),
+    (
+        r'câu trả lời (?:trên|cho|của) gpu|đáp án gpu',
+        '"Đáp án trên GPU", the one label of the GPU answer (printed by `ref.header`)',
+    ),
+]
+EVERYWHERE += ANYWHERE
+#: English terms allowed only inside their gloss: (term, the gloss, what to write after it).
+GLOSS_ONLY = [
+    (r'\bcache\b', 'bộ nhớ đệm (cache)', '"bộ nhớ đệm" ("bộ nhớ đệm L2" for an L2 cache)'),
+    (
+        r'memory growth',
+        'tăng dần bộ nhớ (memory growth)',
+        '"tăng dần bộ nhớ" (`set_memory_growth`, `TF_FORCE_GPU_ALLOW_GROWTH` stay as code)',
+    ),
+]
 # A term glossed at its first use in each notebook: (the term, how its first use must read).
 FIRST_USE = [
     (r'\bhost\b', 'host (CPU và bộ nhớ chính của nó'),
@@ -60,6 +97,8 @@ FIRST_USE = [
     (r'lượt truyền xuôi', 'lượt truyền xuôi (forward pass)'),
     (r'lượt truyền ngược', 'lượt truyền ngược (backward pass)'),
     (r'phép đo thêm', 'phép đo thêm (probe)'),
+    (r'bộ nhớ đệm|\bcache\b', 'bộ nhớ đệm (cache)'),
+    (r'tăng dần bộ nhớ|memory growth', 'tăng dần bộ nhớ (memory growth)'),
 ]
 #: An exercise's level-2 headings, in this order (docs/glossary.md); "Bài tập" closes it with the
 #: follow-up exercises (D2L's own statement is in the introduction, under no heading).
@@ -146,12 +185,22 @@ def english(comment: str) -> bool:
     return not re.search(r'[^\x00-\x7f]', comment) and len(ENGLISH_WORDS.intersection(words)) >= 2
 
 
+def outside_glosses(text: str) -> list[tuple[str, str]]:
+    """(term, write instead) for each GLOSS_ONLY term of ``text`` (normalised) outside its gloss."""
+    found = []
+    for term, gloss, instead in GLOSS_ONLY:
+        rest = text.replace(norm(gloss), ' ')
+        found += [(m.group(), instead) for m in re.finditer(term, rest)]
+    return found
+
+
 def problems_in(prose_text: str, comment_texts: list[str]) -> list[str]:
     """Every banned form found, as 'found -> write instead'."""
     found = []
     p = norm(prose_text)
     for rule, instead in EVERYWHERE:
         found += [f'{m.group()!r} -> {instead}' for m in re.finditer(rule, p)]
+    found += [f'{term!r} outside its gloss -> {instead}' for term, instead in outside_glosses(p)]
     bare = without_glosses(p)
     for rule, instead in PROSE_ONLY:
         found += [f'{m.group()!r} -> {instead}' for m in re.finditer(rule, bare)]
@@ -160,16 +209,45 @@ def problems_in(prose_text: str, comment_texts: list[str]) -> list[str]:
             found += [
                 f'{m.group()!r} in comment {c!r} -> {instead}' for m in re.finditer(rule, norm(c))
             ]
+        found += [
+            f'{term!r} outside its gloss in comment {c!r} -> {instead}'
+            for term, instead in outside_glosses(norm(c))
+        ]
         if english(c):
             found.append(f'comment in English: {c!r} -> write comments in Vietnamese')
     return found
+
+
+def anywhere_problems(text: str) -> list[str]:
+    """The ANYWHERE forms in a whole text."""
+    t = norm(text)
+    return [
+        f'{m.group()!r} -> {instead}' for rule, instead in ANYWHERE for m in re.finditer(rule, t)
+    ]
+
+
+def cell_text(cell) -> str:
+    """A cell's source and the text of its stored outputs (streams, text values, errors)."""
+    parts = [cell.source]
+    for out in cell.get('outputs', []):
+        parts.append(out.get('text', ''))
+        parts += [v for k, v in out.get('data', {}).items() if k.startswith('text/')]
+        parts += out.get('traceback', [])
+    return '\n'.join(p if isinstance(p, str) else ''.join(p) for p in parts)
 
 
 def notebook_problems(path: Path) -> list[str]:
     nb = nbformat.read(path, as_version=4)
     md = '\n\n'.join(prose(c.source) for c in nb.cells if c.cell_type == 'markdown')
     cm = [c for cell in nb.cells if cell.cell_type == 'code' for c in comments(cell.source)]
-    return problems_in(md, cm)
+    found = problems_in(md, cm)
+    printed = [
+        f'{problem} (in a code cell or its output)'
+        for cell in nb.cells
+        if cell.cell_type == 'code'
+        for problem in anywhere_problems(cell_text(cell))
+    ]
+    return found + printed
 
 
 def first_use_problems(markdown: str) -> list[str]:
@@ -189,6 +267,19 @@ def heading_problems(markdown_cells: list[str]) -> list[str]:
     if heads != [h for h in HEADINGS if h in heads]:
         return [f'headings {heads}: use {HEADINGS} (a subset, in this order)']
     return []
+
+
+def last_heading_problems(markdown_cells: list[str]) -> list[str]:
+    """Every notebook ends with "## Bài tập" (after Tóm tắt, Lời giải, Đào sâu thêm...), and
+    "Cách tìm ra đáp án" is a heading, never an inline lead-in."""
+    text = '\n\n'.join(markdown_cells)
+    heads = re.findall(r'^## (.+?)\s*$', text, flags=re.M)
+    found = []
+    if not heads or heads[-1] != 'Bài tập':
+        found.append(f'level-2 headings {heads}: "## Bài tập" must be the last one')
+    for line in re.findall(r'^(?!#)[*_ ]*cách tìm ra\b.*$', norm(text), flags=re.M):
+        found.append(f'{line[:60]!r}: make it the heading "## Cách tìm ra đáp án"')
+    return found
 
 
 def test_there_is_something_to_check():
@@ -225,6 +316,9 @@ def test_notebook_glosses_at_first_use_and_shared_headings(path):
         ('Đo lượt truyền xuôi.', 'Đo lượt truyền xuôi (forward pass), rồi lượt truyền xuôi nữa.'),
         ('Lượt truyền ngược tốn.', 'Lượt truyền ngược (backward pass) tốn gấp đôi.'),
         ('Một phép đo thêm.', 'Một phép đo thêm (probe): TF32 tắt.'),
+        ('Vừa bộ nhớ đệm L2.', 'Vừa bộ nhớ đệm (cache) L2; bộ nhớ đệm L1 nhỏ hơn.'),
+        ('Vừa cache L2, tức bộ nhớ đệm (cache).', 'Bộ nhớ đệm (cache): bộ nhớ đệm L2.'),
+        ('Bật tăng dần bộ nhớ.', 'Bật tăng dần bộ nhớ (memory growth); tăng dần bộ nhớ tắt.'),
     ],
 )
 def test_a_term_without_its_gloss_at_first_use_is_found(planted, fine):
@@ -236,6 +330,72 @@ def test_headings_outside_the_list_or_out_of_order_are_found():
     assert heading_problems(['## Bài tập', '## Lời giải'])  # the D2L statement under "Bài tập"
     assert heading_problems(['## Lời giải', '## Bài tập', '## Đào sâu thêm'])
     assert heading_problems(['## Cách làm'])
+
+
+@pytest.mark.parametrize('path', NOTEBOOKS)
+def test_bai_tap_is_the_last_level_2_heading(path):
+    nb = nbformat.read(ROOT / path, as_version=4)
+    found = last_heading_problems([c.source for c in nb.cells if c.cell_type == 'markdown'])
+    assert not found, f'{path} (see docs/glossary.md):\n' + '\n'.join(found)
+
+
+def test_the_last_heading_and_an_inline_lead_in_are_found():
+    assert last_heading_problems(['## Tóm tắt', '## Bài tập\n\n1. Đo lại.']) == []
+    assert (
+        last_heading_problems(['## Lời giải', '## Cách tìm ra đáp án\n\nĐo.', '## Bài tập']) == []
+    )
+    assert last_heading_problems(['## Tóm tắt', '## Bài tập', '## Lời giải'])
+    assert last_heading_problems(['## Tóm tắt', '## Bài tập', '## Đào sâu thêm'])
+    assert last_heading_problems(['## Tóm tắt'])  # no "Bài tập" at all
+    assert last_heading_problems(['## Lời giải\n\nCách tìm ra: đo hai lần.', '## Bài tập'])
+    assert last_heading_problems(['**Cách tìm ra đáp án.** Đo hai lần.', '## Bài tập'])
+
+
+@pytest.mark.parametrize('path', [*NOTEBOOKS, *ALL_TEXTS])
+def test_banned_anywhere(path):
+    if path.endswith('.ipynb'):
+        cells = nbformat.read(ROOT / path, as_version=4).cells
+        text = '\n'.join(cell_text(c) for c in cells)
+    else:
+        text = (ROOT / path).read_text(encoding='utf-8')
+    found = anywhere_problems(text)
+    assert not found, f'{path} (see docs/glossary.md):\n' + '\n'.join(found)
+
+
+@pytest.mark.parametrize(
+    'source, output',
+    [
+        ("print('Câu trả lời trên GPU (tham khảo):')", ''),
+        ('print(ref.header)', 'Câu trả lời cho GPU (tham khảo), lần chạy h200'),
+        ("x = 1  # bật bộ tăng tốc 'GPU T4 x2'", ''),
+        ('label = "Đáp án GPU"', ''),
+        ('gpus = tf.config.list_physical_devices()  # bật memory growth', ''),
+        ('x = 1  # dữ liệu nằm trong cache', ''),
+    ],
+)
+def test_a_planted_form_in_code_comments_or_outputs_is_found(source, output, tmp_path):
+    cell = nbformat.v4.new_code_cell(source)
+    if output:
+        cell.outputs = [nbformat.v4.new_output('stream', name='stdout', text=output)]
+    path = tmp_path / 'planted.ipynb'
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
+    assert notebook_problems(path), source
+
+
+def test_identifiers_and_glosses_in_comments_pass(tmp_path):
+    source = (
+        'for g in gpus:\n'
+        '    tf.config.experimental.set_memory_growth(g, True)  # tăng dần bộ nhớ (memory growth)\n'
+        "os.environ['TF_FORCE_GPU_ALLOW_GROWTH'] = 'true'  # tăng dần bộ nhớ cho mọi GPU\n"
+        'print(ref.header)  # dòng "Đáp án trên GPU (tham khảo)"'
+    )
+    cell = nbformat.v4.new_code_cell(source)
+    cell.outputs = [
+        nbformat.v4.new_output('stream', name='stdout', text='Đáp án trên GPU (tham khảo)')
+    ]
+    path = tmp_path / 'fine.ipynb'
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
+    assert notebook_problems(path) == []
 
 
 @pytest.mark.parametrize('path', DOCS)
@@ -270,6 +430,15 @@ def test_document_vocabulary(path):
         'Phép dò (probe) với TF32 tắt.',
         'Đo lượt xuôi và lượt ngược.',
         'Thời gian truyền xuôi của mô hình.',
+        'Kaggle cho dùng bộ tăng tốc "GPU T4 x2".',
+        'Chọn bộ tăng tốc (accelerator) GPU.',
+        'Câu trả lời trên GPU, từ lần chạy tham khảo.',
+        'Ô trên là câu trả lời cho GPU.',
+        '### Đáp án GPU',
+        'Bộ nhớ đệm (cache) L2 lớn; dữ liệu vừa cache.',
+        'Hai mảng nằm vừa L2 cache.',
+        'Bật memory growth cho mọi GPU.',
+        'Chế độ tăng dần bộ nhớ (memory growth); memory growth tắt khi chia GPU.',
     ],
 )
 def test_a_planted_banned_form_is_found(planted, tmp_path):
@@ -292,6 +461,10 @@ def test_a_planted_banned_form_is_found(planted, tmp_path):
         'Xung nhịp boost; hệ số tăng tốc 1.9x; gửi phép toán (dispatch) cho từng replica.',
         'Cặp phép toán gửi/nhận (send/recv); truyền gradient; phép đo thêm (probe).',
         'Lượt truyền xuôi (forward pass) và lượt truyền ngược (backward pass).',
+        'Mục "Accelerator" của Kaggle, chọn "GPU T4 x2"; hệ số tăng tốc 1.9x.',
+        'Bộ nhớ đệm (cache) L2; sau đó chỉ bộ nhớ đệm L2, và `cache` trong mã.',
+        'Tăng dần bộ nhớ (memory growth); `set_memory_growth`; tăng dần bộ nhớ tắt.',
+        'Đáp án trên GPU (tham khảo), lần chạy h200-2026-11-30; câu trả lời ngắn.',
     ],
 )
 def test_the_glossary_forms_pass(fine):

@@ -36,8 +36,8 @@ from d2lhelpers.multiworker import (
 )
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / 'notebooks' / 'data-parallel.ipynb'
-# The notebook's cells that build its worker program (`worker_program`), in order.
-PRODUCER_CELLS = ('parameters', 'data', 'custom-loop', 'worker-program')
+# The notebook's cells that build its worker program (the file `worker_file`), in order.
+PRODUCER_CELLS = ('parameters', 'data', 'custom-loop', 'worker-program', 'worker-file')
 STANDIN_NAME = 'standin_worker.py'
 SCRIPTS = (STANDIN_NAME, multiworker.LAUNCHER.name)
 # A stand-in worker without TensorFlow: worker i does what its argument sys.argv[1 + i] says:
@@ -83,10 +83,10 @@ with open(f'worker{index}.json', 'w') as f:
 
 
 def notebook_worker_program() -> str:
-    """``worker_program`` as the notebook builds it: its producer cells run in order in one
+    """The text of ``worker.py`` as the notebook builds it: its producer cells run in order in one
     namespace (with the notebook's imports that they use), each compiled under its own name and
     kept in ``linecache``, as IPython does: the last cell reads the lesson's functions back with
-    ``inspect.getsource``."""
+    ``inspect.getsource`` and writes the file (in a temporary folder it owns)."""
     import keras
     import tensorflow as tf
 
@@ -97,7 +97,9 @@ def notebook_worker_program() -> str:
         name, source = f'<data-parallel.ipynb, cell {cell_id}>', sources[cell_id]
         linecache.cache[name] = (len(source), None, source.splitlines(True), name)
         exec(compile(source, name, 'exec'), namespace)
-    return namespace['worker_program']
+    text = namespace['worker_file'].read_text(encoding='utf-8')
+    namespace['workdir'].cleanup()
+    return text
 
 
 @pytest.fixture

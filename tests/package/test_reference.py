@@ -1,5 +1,5 @@
 """d2lhelpers.reference: reading a stored run (written by gpucheck.record) and printing its figures
-as reference data, beside this run's own when asked."""
+as reference data, and this run's headline figures beside stored runs'."""
 
 from __future__ import annotations
 
@@ -10,7 +10,13 @@ from runfixtures import CPU_RUN, DEMO, GPU_RUN, demo_results, demo_run, write_ru
 
 import d2lhelpers
 from d2lhelpers import reference
-from d2lhelpers.reference import ReferenceKeyError, load_run, reference_runs
+from d2lhelpers.reference import (
+    ReferenceKeyError,
+    compare_runs,
+    host_ratio,
+    load_run,
+    reference_runs,
+)
 
 reference_module = sys.modules['d2lhelpers.reference']  # `d2lhelpers.reference` is the function
 
@@ -42,44 +48,66 @@ def test_a_run_of_another_schema_is_refused_by_name(runs):
         load_run('x2-2026-01-03')
 
 
-def test_figures_are_formatted_by_their_key_and_labelled_as_reference(runs):
+def test_a_reference_reads_raw_figures_and_heads_a_gpu_answer_marked_once(runs):
     ref = reference(f'{DEMO}.ipynb', 'median_s', 'speedup', 'equal', run='x1-2026-01-02')
-    lines = str(ref).splitlines()
+    assert ref.values == {'median_s': {'a': 0.5, 'b': 0.0012}, 'speedup': 1.27, 'equal': True}
+    assert ref['speedup'] == 1.27 and not ref.artefacts
+    lines = ref.header.splitlines()
     assert lines[0] == (
-        'Số đo tham khảo (dữ liệu lưu sẵn) của x1-2026-01-02: NVIDIA H100 80GB HBM3 × 1, CPU 16 '
+        'Đáp án trên GPU (tham khảo), lần chạy x1-2026-01-02: NVIDIA H100 80GB HBM3 × 1, CPU 16 '
         'lõi, ngày 2026-01-02, TensorFlow 2.21.0, notebook phiên bản 0.0.1 (commit abc1234)'
     )
     assert f'cũ hơn notebook này, {d2lhelpers.__version__}' in lines[1]
-    assert '    x1-2026-01-02: a: 500.000 ms, b: 1.200 ms (tham khảo)' in lines
-    assert '    x1-2026-01-02: 1.27x (tham khảo)' in lines
-    assert '    x1-2026-01-02: đúng (tham khảo)' in lines
-    assert ref['speedup'] == 1.27 and not ref.artefacts
-
-
-def test_this_run_is_printed_above_the_stored_figure(runs):
-    mine = {'speedup': 0.97, 'median_s': {'a': 0.25, 'b': 0.001}}
-    text = str(reference(DEMO, 'speedup', 'median_s.a', run='x1-2026-01-02', this=mine))
-    assert (
-        '  speedup:\n    lần chạy này: 0.97x\n    x1-2026-01-02: 1.27x (tham khảo)\n'
-        '  median_s.a:\n    lần chạy này: 250.000 ms\n    x1-2026-01-02: 500.000 ms (tham khảo)'
-    ) in text
-    with pytest.raises(ReferenceKeyError, match="kết quả của lần chạy này không có khóa 'equal'"):
-        reference(DEMO, 'equal', run='x1-2026-01-02', this=mine)
+    assert ref.header.count('(tham khảo)') == 1  # one mark for the whole block below it
 
 
 def test_artefacts_are_marked_below_and_above_the_marked_key(runs):
     keys = ('gflops./GPU:0.2048', 'gflops', 'crossover_n', 'speedup')
     ref = reference(DEMO, *keys, run='x1-2026-01-02')
-    assert set(ref.artefacts) == {'gflops./GPU:0.2048', 'gflops', 'crossover_n'}
-    assert (
-        '    x1-2026-01-02: 1234 GFLOP/s (tham khảo)\n'
-        '    số đo hỏng (artefact): TF32 was on (tham khảo)'
-    ) in str(ref)
+    assert ref.artefacts == {
+        'gflops./GPU:0.2048': 'TF32 was on',
+        'gflops': 'TF32 was on',
+        'crossover_n': 'floor',
+    }
+
+
+def test_compare_runs_puts_this_run_beside_stored_runs_with_ratios(runs):
+    mine = {'speedup': 0.97, 'median_s': {'a': 0.25, 'b': 0.001}, 'equal': True}
+    rows = {'hệ số tăng tốc': 'speedup', 'a': 'median_s.a', 'giống nhau': 'equal'}
+    text = compare_runs(DEMO, rows, this=mine, runs=['x0-2025-12-31', 'x1-2026-01-02'])
+    lines = text.splitlines()
+    assert lines[0].startswith('Lần chạy này so với các lần chạy lưu sẵn')
+    assert lines[1].startswith('  x0-2025-12-31: NVIDIA H100') and 'x1-2026-01-02' in lines[3]
+    assert [line.split() for line in lines[-4:]] == [
+        ['lần', 'chạy', 'này', 'x0-2025-12-31', 'x1-2026-01-02'],
+        ['hệ', 'số', 'tăng', 'tốc', '0.97x', '1.27x', '(1.31x)', '1.27x', '(1.31x)'],
+        ['a', '250.000', 'ms', '500.000', 'ms', '(2.00x)', '500.000', 'ms', '(2.00x)'],
+        ['giống', 'nhau', 'đúng', 'đúng', 'đúng'],  # no ratio of booleans
+    ]
+    assert '(tham khảo)' not in text  # this run's column is measured: the sanitizer masks it
+    with pytest.raises(ReferenceKeyError, match="kết quả của lần chạy này không có khóa 'x'"):
+        compare_runs(DEMO, {'x': 'x'}, this=mine, runs=['x1-2026-01-02'])
+
+
+def test_a_stored_run_without_a_key_shows_a_dash_and_an_artefact_no_figure(runs):
+    mine = {'speedup': 0.97, 'new_key': 2.0, 'gflops': {'/GPU:0': {'2048': 10.0}}}
+    rows = {'mới': 'new_key', 'GFLOP/s': 'gflops./GPU:0.2048'}
+    text = compare_runs(DEMO, rows, this=mine, runs=['x0-2025-12-31', 'x1-2026-01-02'])
+    assert [line.split() for line in text.splitlines()[-2:]] == [
+        ['mới', '2', '—', '—'],
+        ['GFLOP/s', '10', 'GFLOP/s', '1234', 'GFLOP/s', '(123.45x)', 'số', 'đo', 'hỏng'],
+    ]  # x1 marks gflops./GPU:0 as an artefact: its figure stays on the run's page
+
+
+def test_host_ratio_is_the_gpu_probe_over_the_host_cpu_s_best():
+    ratio, gpu, cpu = host_ratio(GPU_RUN)
+    assert (gpu, round(cpu, 1)) == (34400.0, 1385.6)  # ex1's probe at n = 8192; TF CPU, n = 2048
+    assert ratio == pytest.approx(24.83, abs=0.01)
 
 
 def test_a_current_run_says_nothing_about_versions(runs, monkeypatch):
     monkeypatch.setattr(reference_module, '__version__', '0.0.1')
-    assert 'cũ hơn' not in str(reference(DEMO, 'speedup', run='x1-2026-01-02'))
+    assert 'cũ hơn' not in reference(DEMO, 'speedup', run='x1-2026-01-02').header
 
 
 def test_unknown_notebooks_and_keys_are_clear_errors_naming_the_run(runs):
@@ -109,7 +137,7 @@ def test_the_stored_runs_ship_with_the_package_and_every_figure_reads():
         assert run['id'] == run_id
         for name, entry in run['notebooks'].items():
             ref = reference(name, *entry['results'], run=run_id)
-            assert str(ref).count('(tham khảo)') == len(entry['results']) + len(ref.artefacts)
+            assert ref.values == entry['results'] and ref.header.count('(tham khảo)') == 1
 
 
 def test_demo_results_are_what_save_results_stores():

@@ -128,6 +128,57 @@ def test_any_run_renders_with_its_plots_and_the_packages_formatter(tmp_path):
         page.render(run)
 
 
+#: Sentences of a GPU run's page that a CPU run's page must not carry.
+GPU_WORDING = [
+    'trên một GPU',
+    'chưa có GPU',
+    'driver',
+    'CUDA',
+    'cuDNN',
+    'pytest -m gpu',
+    'Phép đo thêm',
+    'data sheet',
+    'máy có GPU',
+    'make gpu-check',
+]
+
+
+def test_the_cpu_page_has_no_gpu_wording_and_no_python_none():
+    text = page.page_path(CPU_RUN).read_text('utf-8')
+    assert 'None' not in text
+    assert [w for w in GPU_WORDING if w in text] == []
+    assert 'CPU 2 lõi' in text and '| GPU | không có |' in text
+    assert 'crossover_n: không có' in text  # a stored headline's None, in words
+    # the run note on TF32 says which notebooks it is about
+    assert 'TF32 bật khi `env_report()` chạy (' in text
+    assert 'chỉ nói về các notebook để TF32 ở mặc định' in text
+
+
+def test_a_gpu_run_with_missing_values_prints_no_python_none():
+    run = record.build_run(demo_summary(), 'h100-2027-01-15', smi=[])  # no driver, no CUDA libs
+    run['software']['cudnn'] = None
+    text = page.render(run)
+    assert 'None' not in text
+    assert 'driver không có, thư viện CUDA: không có' in text
+    assert '(CUDA 12.5.1, cuDNN không có)' in text
+    assert 'kiểm thử gpu (pytest -m gpu) | không có' in text  # a GPU run keeps the row
+
+
+def test_the_gpu_page_marks_a_target_of_an_older_version_in_its_headlines():
+    text = page.page_path(GPU_RUN).read_text('utf-8')
+    stored = load_run(GPU_RUN)['notebooks']['exercises/03-log-on-device']['headline']
+    assert '(mục tiêu ≤ 1.2x: không đạt trên GPU)' in stored  # the data is kept as it was
+    note = '"mục tiêu ≤ 1.2x" là mục tiêu của phiên bản 0.2.0'
+    assert [line.startswith('| `exercises/03') for line in text.splitlines() if note in line] == [
+        True,
+        False,
+    ]  # in the headline table and in the notebook's section
+    assert text.count(stored) == 2 and 'không còn mục tiêu này' in text
+    run = load_run(GPU_RUN)
+    run['collection_version'] = d2lhelpers.__version__  # a run of today's version: no note
+    assert note not in page.render(run)
+
+
 def test_page_check_fails_on_a_stale_page(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(page, 'DOCS', tmp_path)
     assert page.main([GPU_RUN, '--check']) == 1

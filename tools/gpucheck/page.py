@@ -7,7 +7,13 @@ Every figure on a page comes from ``d2lhelpers/runs/<id>.json`` (the run, its no
 marked as artefacts with their reasons); values are printed by ``d2lhelpers.reference``'s own
 formatter, the one the notebooks use; the plots (``docs/runs/<id>/*.png``) are drawn from the
 same data; the data-sheet row comes from ``d2lhelpers.datasheets``. The only other text is the
-fixed explanation below. ``--check`` compares the text; the plots are drawn when writing.
+fixed explanation below, in one of two forms: a GPU run's, or a CPU run's (a run whose machine has
+no GPU: no GPU wording, no driver, CUDA or ``pytest -m gpu`` rows). A missing value is printed as
+"không có", never as Python's ``None`` (also where a stored headline or note carries one). Two
+stored texts get a note of the page: the run note "TF32 bật/tắt khi `env_report()` chạy" (it
+describes TensorFlow's default, that is the notebooks that leave TF32 alone), and a headline's
+target ("mục tiêu ...") in a run of an older version (a target today's notebooks no longer have).
+``--check`` compares the text; the plots are drawn when writing.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -35,17 +42,43 @@ TITLES = {
     'notebooks/data-parallel': 'data-parallel: song song dữ liệu và song song mô hình',
 }
 
-INTRO = """\
+INTRO_GPU = """\
 Các notebook của bộ sổ tay được lưu kèm kết quả chạy trên một máy không có GPU. Trang này dành
 cho bạn đọc chưa có GPU: nó cho xem số đo thật của một lần chạy cả bộ sổ tay trên một GPU, bằng
-trình chạy notebook (`nbrun`) của chính bộ sổ tay, đặt cạnh số đo CPU của cùng máy.
+trình chạy notebook (`nbrun`) của chính bộ sổ tay, đặt cạnh số đo CPU của cùng máy."""
 
+INTRO_CPU = """\
+Trang này cho xem số đo của một lần chạy cả bộ sổ tay trên một máy không có GPU (CPU {cores} lõi),
+bằng trình chạy notebook (`nbrun`) của chính bộ sổ tay. Các notebook trích nó làm lần chạy tham
+khảo trên CPU, để bạn đặt số đo của máy mình cạnh số đo của một máy chỉ có CPU."""
+
+SOURCE = """\
 **Số liệu lấy từ đâu.** Mọi số trên trang lấy từ lần chạy lưu dưới dạng dữ liệu trong gói:
 [`d2lhelpers/runs/{id}.json`](../d2lhelpers/runs/{id}.json). Trong một notebook,
 `d2lhelpers.reference` đọc cùng tệp ấy (cả trên Colab). Khóa của một số (ví dụ
-`median_s.device_once`) là đường dẫn của nó trong kết quả notebook đã lưu. *Phép đo thêm* là các
-phép đo TensorFlow thuần làm trong cùng phiên, trên cùng loại máy, để trả lời điều mà notebook
-đo sai. Số liệu từ data sheet là số nhà sản xuất công bố, không phải số đo."""
+`median_s.device_once`) là đường dẫn của nó trong kết quả notebook đã lưu."""
+
+PROBES = """\
+*Phép đo thêm* là các phép đo TensorFlow thuần làm trong cùng phiên, trên cùng loại máy, để trả
+lời điều mà notebook đo sai."""
+
+DATASHEET = 'Số liệu từ data sheet là số nhà sản xuất công bố, không phải số đo.'
+
+#: A run note as gpucheck.record writes it, and what the page adds to it.
+TF32_NOTE = re.compile(r'^TF32 (bật|tắt) khi `env_report\(\)` chạy\.$')
+TF32_MEANING = (
+    'TF32 {state} khi `env_report()` chạy (trong một tiến trình riêng, với thiết lập mặc định của '
+    'TensorFlow): câu này chỉ nói về các notebook để TF32 ở mặc định. Các notebook tắt TF32 ở mọi '
+    'kết quả ghi là float32; khóa `tf32` trong kết quả của một notebook (nếu có) ghi giá trị mà '
+    'notebook ấy dùng.'
+)
+#: A target in a stored headline, and its verdict: "(mục tiêu ≤ 1.2x: không đạt trên GPU)".
+TARGET = re.compile(r'\((mục tiêu [^():]*?)(?:: ([^()]*))?\)')
+TARGET_NOTE = (
+    ' *(Ghi chú của trang: "{target}" là mục tiêu của phiên bản {version}; các notebook hiện nay'
+    ' ({current}) không còn mục tiêu này, nên "{verdict}" chỉ là dữ liệu lịch sử của lần chạy,'
+    ' không phải một kết luận của notebook hiện nay.)*'
+)
 
 OLD = """\
 > **Đọc trước khi dùng số.** Lần chạy này dùng một phiên bản cũ của các notebook ({version},
@@ -76,12 +109,34 @@ MAINTAINERS = """\
 ## Dành cho người bảo trì
 
 Trang này do `PYTHONPATH=tools python -m gpucheck.page` sinh ra từ tệp của lần chạy: đừng sửa
-tay. `tests/tools/test_gpucheck.py` kiểm tra rằng trang đã commit đúng bằng trang sinh ra, và
-rằng mọi khóa đánh dấu artefact có trong kết quả. Lưu một lần chạy mới trên máy có GPU:
+tay. `tests/tools/test_record_page.py` kiểm tra rằng trang đã commit đúng bằng trang sinh ra, và
+rằng mọi khóa đánh dấu artefact có trong kết quả. {how}"""
+
+HOW_GPU = """\
+Lưu một lần chạy mới trên máy có GPU:
 `make gpu-check` (chạy mọi notebook vào `build/gpu-check/` rồi kiểm tra lần chạy), sau đó
 `PYTHONPATH=tools python -m gpucheck.record build/gpu-check --id <gpu>-<ngày> --driver <driver>`
 ghi `d2lhelpers/runs/<gpu>-<ngày>.json`; đánh dấu các số đo hỏng trong `artefacts` của notebook, mỗi
 khóa một câu lý do."""
+
+HOW_CPU = """\
+Lưu một lần chạy mới trên máy chỉ có CPU:
+`make run` (chạy mọi notebook vào `build/`), sau đó
+`PYTHONPATH=tools python -m gpucheck.record build --id cpu<số lõi>-<ngày>` ghi
+`d2lhelpers/runs/cpu<số lõi>-<ngày>.json`."""
+
+
+def _words(text: str) -> str:
+    """A stored text as the page prints it: Python's ``None`` in it becomes "không có"."""
+    return re.sub(r'\bNone\b', 'không có', text)
+
+
+def _value(value: Any) -> str:
+    return 'không có' if value is None else str(value)
+
+
+def _has_gpu(run: dict[str, Any]) -> bool:
+    return bool(run['machine']['gpu'])
 
 
 # -- values, as the notebooks print them ---------------------------------------------------
@@ -177,29 +232,39 @@ def _machine(run: dict[str, Any]) -> list[str]:
         (
             'ngày chạy, phiên bản notebook',
             f'{run["date"]}, {run["collection_version"]} (commit `{run["commit"] or "không rõ"}`)',
-        ),
-        (
-            'GPU',
-            f'{m["gpu_count"]} × {m["gpu"]}, compute capability {m["compute_capability"]}; '
-            f'bộ nhớ: {m["gpu_memory"]}'
-            if m['gpu']
-            else 'không có',
-        ),
-        (
-            'trình điều khiển (driver), thư viện CUDA',
-            f'driver {m["driver"]}, {m["cuda_libraries"]}',
-        ),
-        ('TensorFlow', f'{sw["tensorflow"]} (CUDA {sw["tf_cuda"]}, cuDNN {sw["cudnn"]})'),
-        ('Keras, NumPy', f'Keras {sw["keras"]}, NumPy {sw["numpy"]}'),
-        ('Python, hệ điều hành', f'Python {m["python"]}, `{m["platform"]}`'),
-        ('CPU', f'{m["cpu_cores"]} lõi'),
-        ('lệnh', f'`{run["command"]}`'),
-        ('kiểm thử gpu (pytest -m gpu)', format_value(run['gpu_tests'], ['gpu_tests'])),
+        )
     ]
+    tf = _value(sw['tensorflow'])
+    if _has_gpu(run):
+        body += [
+            (
+                'GPU',
+                f'{m["gpu_count"]} × {m["gpu"]}, compute capability '
+                f'{_value(m["compute_capability"])}; bộ nhớ: {_value(m["gpu_memory"])}',
+            ),
+            (
+                'trình điều khiển (driver), thư viện CUDA',
+                f'driver {_value(m["driver"])}, thư viện CUDA: {_value(m["cuda_libraries"])}'
+                if m['driver'] is None or m['cuda_libraries'] is None
+                else f'driver {m["driver"]}, {m["cuda_libraries"]}',
+            ),
+        ]
+        tf += f' (CUDA {_value(sw["tf_cuda"])}, cuDNN {_value(sw["cudnn"])})'
+    else:
+        body.append(('GPU', 'không có'))
+    body += [
+        ('TensorFlow', tf),
+        ('Keras, NumPy', f'Keras {_value(sw["keras"])}, NumPy {_value(sw["numpy"])}'),
+        ('Python, hệ điều hành', f'Python {_value(m["python"])}, `{_value(m["platform"])}`'),
+        ('CPU', f'{_value(m["cpu_cores"])} lõi'),
+        ('lệnh', f'`{_value(run["command"])}`'),
+    ]
+    if _has_gpu(run):
+        body.append(('kiểm thử gpu (pytest -m gpu)', format_value(run['gpu_tests'], ['gpu_tests'])))
     lines = [f'## Máy đã chạy ({run["date"]})', '', *_table(('mục', 'giá trị'), body), '']
     if run.get('notes'):
         lines += ['Ghi chú của lần chạy:', '']
-        lines += [f'- {note}' for note in run['notes']]
+        lines += [f'- {_note(note)}' for note in run['notes']]
         lines.append('')
     spec = find_spec(m['gpu'])
     if spec is not None:
@@ -211,13 +276,32 @@ def _machine(run: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _headlines(run: dict[str, Any]) -> list[str]:
+def _note(note: str) -> str:
+    found = TF32_NOTE.match(note)
+    return TF32_MEANING.format(state=found.group(1)) if found else _words(note)
+
+
+def _headline(run: dict[str, Any], nb: dict[str, Any], current: str) -> str:
+    """A notebook's stored headline, with the page's note on a target its version no longer has."""
+    text = _words(nb['headline'])
+    if run['collection_version'] != current:
+        for found in TARGET.finditer(text):
+            text += TARGET_NOTE.format(
+                target=found.group(1),
+                verdict=found.group(2) or found.group(1),
+                version=run['collection_version'],
+                current=current,
+            )
+    return text
+
+
+def _headlines(run: dict[str, Any], current: str) -> list[str]:
     body = []
     for name, nb in run['notebooks'].items():
         marks = nb.get('artefacts') or {}
         extra = f'; {len(marks)} số đo hỏng ở phần (b)' if marks else ''
         took = format_value(nb['seconds'], ['seconds_s'])
-        body.append((f'`{name}`', f'{nb["status"]}, {took}{extra}', nb['headline']))
+        body.append((f'`{name}`', f'{nb["status"]}, {took}{extra}', _headline(run, nb, current)))
     return [
         '## Số liệu chính',
         '',
@@ -228,9 +312,11 @@ def _headlines(run: dict[str, Any]) -> list[str]:
     ]
 
 
-def _notebook(run_id: str, name: str, nb: dict[str, Any], folder: Path | None) -> list[str]:
+def _notebook(run: dict[str, Any], name: str, current: str, folder: Path | None) -> list[str]:
+    run_id, nb = run['id'], run['notebooks'][name]
     marks = nb.get('artefacts') or {}
-    lines = [f'## {TITLES.get(name, name)}', '', f'`{name}.ipynb`: {nb["headline"]}', '']
+    head = _headline(run, nb, current)
+    lines = [f'## {TITLES.get(name, name)}', '', f'`{name}.ipynb`: {head}', '']
     if nb.get('parameters'):
         lines += [f'Tham số: `{json.dumps(nb["parameters"], ensure_ascii=False)}`.', '']
     valid = rows(nb['results'], marks)
@@ -273,15 +359,22 @@ def render(run: dict[str, Any], current: str | None = None, plots_to: Path | Non
         import d2lhelpers
 
         current = d2lhelpers.__version__
-    what = run['machine']['gpu'] or 'máy không có GPU'
+    gpu = _has_gpu(run)
+    what = run['machine']['gpu'] if gpu else 'máy không có GPU'
     lines = [f'# Số đo của lần chạy {run["id"]}: {what}, ngày {run["date"]}', '']
     lines += [
         '<!-- Sinh ra bởi `PYTHONPATH=tools python -m gpucheck.page` từ '
         f'd2lhelpers/runs/{run["id"]}.json: đừng sửa tay. -->',
         '',
-        INTRO.format(id=run['id']),
+        INTRO_GPU if gpu else INTRO_CPU.format(cores=_value(run['machine']['cpu_cores'])),
         '',
     ]
+    source = [SOURCE.format(id=run['id'])]
+    if any('probe' in nb['results'] for nb in run['notebooks'].values()):
+        source.append(PROBES)
+    if gpu and find_spec(run['machine']['gpu']) is not None:
+        source.append(DATASHEET)
+    lines += ['\n'.join(source), '']
     if run['collection_version'] != current:
         commit = run['commit'] or 'không rõ'
         lines += [
@@ -291,10 +384,10 @@ def render(run: dict[str, Any], current: str | None = None, plots_to: Path | Non
     if any(nb['artefacts'] for nb in run['notebooks'].values()):
         lines += [WHY, '']
     lines += _machine(run)
-    lines += _headlines(run)
-    for name, nb in run['notebooks'].items():
-        lines += _notebook(run['id'], name, nb, plots_to)
-    lines += [MAINTAINERS]
+    lines += _headlines(run, current)
+    for name in run['notebooks']:
+        lines += _notebook(run, name, current, plots_to)
+    lines += [MAINTAINERS.format(how=HOW_GPU if gpu else HOW_CPU)]
     return '\n'.join(lines) + '\n'
 
 

@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from d2lhelpers.results import atomic_write
+from nbrun.atomic import atomic_write
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / 'd2lhelpers' / 'runs'

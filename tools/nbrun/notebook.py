@@ -4,7 +4,7 @@
   default values);
 - ``canonical(nb)``: the committed form (no papermill/timing metadata, execution counts 1..N);
 - ``refreshed(source, executed)``: the committed notebook with the outputs of a run, in that form;
-- ``write_notebook(nb, path)``: ``nb`` written with ``d2lhelpers.results.atomic_write``;
+- ``write_notebook(nb, path)``: ``nb`` written with ``nbrun.atomic.atomic_write``;
 - ``one_line(text)``: the first line of a message, for summaries.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 import nbformat
 from papermill.translators import PythonTranslator
 
-from d2lhelpers.results import atomic_write
+from nbrun.atomic import atomic_write
 
 __all__ = [
     'declared_parameters',

@@ -28,7 +28,7 @@ from urllib.parse import quote
 
 import nbformat
 
-from d2lhelpers.results import atomic_write
+from nbrun.atomic import atomic_write
 
 from .notebook import tags
 from .summary import ErrorInfo

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from d2lhelpers.results import atomic_write
+from nbrun.atomic import atomic_write
 
 from .kernel import QUIET_ENV
 

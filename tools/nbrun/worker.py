@@ -31,7 +31,7 @@ import nbformat
 import papermill
 from jupyter_client.manager import AsyncKernelManager
 
-from d2lhelpers.results import atomic_write
+from nbrun.atomic import atomic_write
 
 from .notebook import one_line, write_notebook
 from .summary import ErrorInfo
