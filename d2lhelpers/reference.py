@@ -164,7 +164,9 @@ def compare_runs(
     saved = save_results(this, None)  # as a run file stores them: JSON types, text keys
     width = max(map(len, rows))
     head = ''.join(f'  {h:<22}' for h in ['lần chạy này', *runs])
-    lines = ['Lần chạy này so với các lần chạy lưu sẵn (trong ngoặc: gấp mấy lần lần chạy này):']
+    lines = [
+        'Lần chạy này so với các lần chạy lưu sẵn (trong ngoặc: số lưu sẵn / số của lần chạy này):'
+    ]
     lines += [f'  {describe(data)}' for data in stored] + [' ' * width + head.rstrip()]
     for label, key in rows.items():
         mine = lookup(saved, key, 'kết quả của lần chạy này')
