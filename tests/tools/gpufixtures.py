@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpucheck import check
+from gpucheck import check, record
+from nbrun.summary import Entry
 
-import d2lhelpers
+from d2lhelpers import NEAR_FLOOR, TIE_BAND, save_results
+from d2lhelpers.devices import EnvReport, GPUInfo
 
-NEAR_FLOOR = 1.5  # d2lhelpers.NEAR_FLOOR: a time <= 1.5x its floor is "at the floor"
-TIE_BAND = 1.1  # d2lhelpers.TIE_BAND: compare()'s tie band
 SIZES = [16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
 
 
@@ -69,14 +69,10 @@ def mlp_params(width: int, features: int = 128) -> int:  # data-parallel's timed
     return features * width + width + width * width + width + width + 1
 
 
-def ex1(gpu: GPU | None, cpu: CPU) -> dict:
-    labels = {'TF /CPU:0': (cpu.tf_floor, cpu.tf), 'NumPy (CPU)': (1.7e-6, cpu.numpy)}
-    if gpu:
-        labels = {
-            'TF /CPU:0': labels['TF /CPU:0'],
-            'TF /GPU:0': (gpu.floor, gpu.fp32),
-            'NumPy (CPU)': labels['NumPy (CPU)'],
-        }
+def ex1(gpus: list[GPU], cpu: CPU) -> dict:
+    labels = {'TF /CPU:0': (cpu.tf_floor, cpu.tf)}
+    labels |= {f'TF /GPU:{i}': (g.floor, g.fp32) for i, g in enumerate(gpus)}
+    labels['NumPy (CPU)'] = (1.7e-6, cpu.numpy)
     sizes = {lb: SIZES if 'GPU' in lb else SIZES[:8] for lb in labels}
     rows = {lb: matmul_rows(sizes[lb], *labels[lb]) for lb in labels}
     median = {lb: r[0] for lb, r in rows.items()}
@@ -84,7 +80,7 @@ def ex1(gpu: GPU | None, cpu: CPU) -> dict:
     near_floor = {lb: near(median[lb], floors[lb]) for lb in labels}
     cross = None  # the notebook's crossover: GPU faster than both CPUs from n on
     for n in reversed(SIZES[:8]):
-        if not gpu or median['TF /GPU:0'][str(n)] * TIE_BAND >= min(
+        if not gpus or median['TF /GPU:0'][str(n)] * TIE_BAND >= min(
             median['TF /CPU:0'][str(n)], median['NumPy (CPU)'][str(n)]
         ):
             break
@@ -158,15 +154,17 @@ def ex3(kind: str) -> dict:
     }
 
 
-def ex4(gpu: GPU | None, cpu: CPU) -> dict:
-    kind, n = ('GPU', 6000) if gpu else ('CPU', 1200)
-    rate = gpu.fp32 if gpu else cpu.tf
+def ex4(gpus: list[GPU], cpu: CPU) -> dict:
+    kind, n = ('GPU', 6000) if gpus else ('CPU', 1200)
+    rate = gpus[0].fp32 if gpus else cpu.tf
     sequential = 1.2e-4 + 4 * n**3 / (rate * 1e9)  # two matmuls on one device
     concurrent = sequential / 0.99  # two logical devices of one chip: no gain
+    if len(gpus) > 1:  # one matmul per GPU: the slower one sets the time
+        concurrent = 1.2e-4 + 2 * n**3 / (min(g.fp32 for g in gpus) * 1e9)
     return {
         'n': n,
         'devices': [f'/{kind}:0', f'/{kind}:1'],
-        'split': True,
+        'split': len(gpus) < 2,
         'tf32': False,
         'speedup': sequential / concurrent,
         'median_s': {'sequential': sequential, 'concurrent': concurrent},
@@ -175,22 +173,22 @@ def ex4(gpu: GPU | None, cpu: CPU) -> dict:
     }
 
 
-def choose(gpu: GPU | None, cpu: CPU) -> dict:
+def choose(gpus: list[GPU], cpu: CPU) -> dict:
     devices = {'/CPU:0': (cpu.tf_floor, cpu.tf, SIZES[:7], 1024)}
-    if gpu:
-        devices['/GPU:0'] = (gpu.floor, gpu.fp32, SIZES, 8192)
+    devices |= {f'/GPU:{i}': (g.floor, g.fp32, SIZES, 8192) for i, g in enumerate(gpus)}
     rows = {d: matmul_rows(sizes, floor, rate) for d, (floor, rate, sizes, _) in devices.items()}
     near_floor = {d: near(rows[d][0], devices[d][0]) for d in devices}
     ceiling = {}
     for d, (_, gflops) in rows.items():
         clear = [g for k, g in gflops.items() if int(k) not in near_floor[d]]
         ceiling[d] = max(clear, default=None)
-    bandwidth = {'/CPU:0': cpu.bandwidth} | ({'/GPU:0': gpu.bandwidth} if gpu else {})
+    bandwidth = {'/CPU:0': cpu.bandwidth} | {f'/GPU:{i}': g.bandwidth for i, g in enumerate(gpus)}
     dtypes = {}
     for d, (floor, rate, _, n) in devices.items():
         one = {'float32': rate, 'float16': 0.4 * rate, 'bfloat16': 0.3 * rate}
-        if d == '/GPU:0':
-            one = {'float32': gpu.fp32, 'tf32': gpu.tf32, 'float16': gpu.fp16, 'bfloat16': gpu.fp16}
+        if d != '/CPU:0':
+            g = gpus[int(d[-1])]
+            one = {'float32': g.fp32, 'tf32': g.tf32, 'float16': g.fp16, 'bfloat16': g.fp16}
         dtypes[d] = {k: matmul_rows([n], floor, r)[1][str(n)] for k, r in one.items() if r}
     return {
         'bandwidth_gbs': bandwidth,
@@ -204,25 +202,27 @@ def choose(gpu: GPU | None, cpu: CPU) -> dict:
     }
 
 
-def data_parallel(gpu: GPU | None, cpu: CPU) -> dict:
-    kind = 'GPU' if gpu else 'CPU'
-    rate = gpu.fp32 if gpu else cpu.tf
-    step_width, mp_width = (6144, 4096) if gpu else (512, 512)
+def data_parallel(gpus: list[GPU], cpu: CPU) -> dict:
+    kind = 'GPU' if gpus else 'CPU'
+    rate = gpus[0].fp32 if gpus else cpu.tf
+    step_width, mp_width = (6144, 4096) if gpus else (512, 512)
     params = mlp_params(step_width)
     step_flops = 6 * params * 512
     one = 4.0e-4 + step_flops / (rate * 1e9)
+    # one chip: the all-reduce only adds; two GPUs: half the batch each, then the all-reduce
+    two = 2.1 * one if len(gpus) < 2 else 1.3 * one
     forward = 6.0e-5 + 4 * 2 * 512 * mp_width**2 / (rate * 1e9)
     losses = [0.8144, 0.3044, 0.2467, 0.2344, 0.2286]
     return {
-        'max_abs_weight_diff': {'fit': 3.0e-6, 'custom_loop': 3.0e-6},
+        'max_abs_weight_diff': {'fit': 3.0e-6, 'custom_loop': 3.0e-6, 'multi_worker': 2.0e-6},
         'weights_match': True,
         'jit_compile': {'single': False, 'mirrored': False},
         'losses': {'single': losses, 'mirrored_fit': losses, 'custom_loop': losses},
         'workers_equal': True,
-        'split': True,
+        'split': len(gpus) < 2,
         'devices': [f'/{kind}:0', f'/{kind}:1'],
         'tf32': False,
-        'step_time_s': {'1': one, '2': 2.1 * one},  # one chip: the all-reduce only adds
+        'step_time_s': {'1': one, '2': two},
         'step_floor_s': {'1': 4.0e-4, '2': 1.1e-3},
         'model_parallel_s': {
             'một thiết bị': [forward, 6.0e-5],
@@ -233,78 +233,68 @@ def data_parallel(gpu: GPU | None, cpu: CPU) -> dict:
     }
 
 
-def use_gpu(kind: str) -> dict:
-    """use-gpu's saved placements, in the shape of its save cell (see the CPU reference run)."""
+def use_gpu(gpus: list[GPU]) -> dict:
+    """use-gpu's saved placements, in the shape of its save cell."""
+    kind = 'GPU' if gpus else 'CPU'
     d0, d1 = f'/{kind}:0', f'/{kind}:1'
     placed = {'S1': d1, 'S2': d0, 'W': d1, 'X': d0, 'Y': d1, 'Y_hat': d0, 'Z': d1, 'lazy': d0}
     copies = {'net/dense/bias': [d0, d1], 'net/dense/kernel': [d0, d1]}
-    gpus = 1 if kind == 'GPU' else 0
-    return {'devices': [d0, d1], 'mirrored_copies': copies, 'physical_gpus': gpus, 'placed': placed}
+    return {
+        'devices': [d0, d1],
+        'mirrored_copies': copies,
+        'physical_gpus': len(gpus),
+        'placed': placed,
+    }
 
 
-def build_run(gpu: GPU | None = H100) -> dict:
-    """A run of the current notebooks: on one ``gpu`` with 16 cores, or with ``gpu=None`` on
-    2 cores and no GPU (the notebooks' CPU branches; no GPU tests run)."""
-    cpu = CPU16 if gpu else CPU2
-    kind = 'GPU' if gpu else 'CPU'
+def environment(gpus: list[GPU]) -> dict:
+    """``env_report().as_dict()`` on a machine with these physical GPUs, one logical device each
+    (the report a notebook prints before anything splits a GPU)."""
+    info = [
+        GPUInfo(f'/GPU:{i}', g.name, g.compute_capability, i, memory_total_mb=g.memory_total_mb)
+        for i, g in enumerate(gpus)
+    ]
+    devices = ['/CPU:0', *(g.device for g in info)]
+    cuda = ('12.5.1', '9') if gpus else (None, None)
+    report = EnvReport('2.21.0', '3.15.1', '2.4.6', bool(gpus), *cuda, devices, devices, False)
+    report.gpus = info
+    return report.as_dict()
+
+
+def build_run(gpu: GPU | None = H100, second: GPU | None = None) -> dict:
+    """A run of the current notebooks, recorded by ``gpucheck.record.build_run`` from a batch
+    summary of nbrun ``Entry`` items whose results went through ``save_results``: on one ``gpu``
+    (split in two logical devices where a lesson needs two) with 16 cores; on ``gpu`` and a
+    ``second`` physical GPU (nothing split); or, with ``gpu=None``, on 2 cores and no GPU (the
+    notebooks' CPU branches; no GPU tests run)."""
+    gpus = [g for g in (gpu, second) if g]
+    cpu = CPU16 if gpus else CPU2
+    kind = 'GPU' if gpus else 'CPU'
     results = {
-        check.USE: use_gpu(kind),
-        check.EX1: ex1(gpu, cpu),
+        check.USE: use_gpu(gpus),
+        check.EX1: ex1(gpus, cpu),
         check.EX2: ex2(kind),
         check.EX3: ex3(kind),
-        check.EX4: ex4(gpu, cpu),
-        check.CHOOSE: choose(gpu, cpu),
-        check.DP: data_parallel(gpu, cpu),
+        check.EX4: ex4(gpus, cpu),
+        check.CHOOSE: choose(gpus, cpu),
+        check.DP: data_parallel(gpus, cpu),
     }
-    gpus = []
-    if gpu:
-        gpus = [
-            {
-                'device': '/GPU:0',
-                'name': gpu.name,
-                'compute_capability': gpu.compute_capability,
-                'physical': 0,
-                'memory_total_mb': gpu.memory_total_mb,
-                'memory_limit_mb': None,
-            }
-        ]
-    return {
-        'schema': 1,
-        'id': f'{"h100" if gpu else "cpu"}-2026-12-05',
-        'date': '2026-12-05',
-        'commit': 'abc1234',
-        'collection_version': d2lhelpers.__version__,
+    entries = [
+        Entry(f'{name}.ipynb', 'ok', 20.0, results=save_results(r, None)).as_dict()
+        for name, r in results.items()
+    ]
+    summary = {
         'command': 'python -m gpucheck',
-        'machine': {
-            'gpu': gpu.name if gpu else None,
-            'gpu_count': 1 if gpu else 0,
-            'compute_capability': gpu.compute_capability if gpu else None,
-            'gpus': gpus,
-            'gpu_memory': f'{gpu.memory_total_mb:.0f} MiB' if gpu else None,
-            'driver': '580.95.05' if gpu else None,
-            'cuda_libraries': None,
-            'cpu_cores': cpu.cores,
-            'platform': 'Linux-6.8-x86_64-with-glibc2.39',
-            'python': '3.12.3',
-        },
-        'software': {
-            'tensorflow': '2.21.0',
-            'tf_cuda': '12.5.1',
-            'cudnn': '9',
-            'keras': '3.15.1',
-            'numpy': '2.4.6',
-        },
-        'gpu_tests': {'passed': 2, 'failed': 0, 'skipped': 0, 'errors': 0} if gpu else None,
-        'notes': [],
-        'notebooks': {
-            name: {
-                'status': 'ok',
-                'seconds': 20.0,
-                'parameters': {},
-                'headline': '',
-                'results': r,
-                'artefacts': {},
-            }
-            for name, r in results.items()
-        },
+        'commit': 'abc1234',
+        'machine': {'platform': 'Linux-6.8-x86_64-with-glibc2.39', 'python': '3.12.3'},
+        'environment': environment(gpus),
+        'notebooks': entries,
     }
+    summary['machine']['cores'] = cpu.cores
+    smi = [
+        {'driver': '580.95.05', 'name': g.name, 'memory': f'{g.memory_total_mb:.0f} MiB'}
+        for g in gpus
+    ]
+    tests = {'passed': 2, 'failed': 0, 'skipped': 0, 'errors': 0} if gpus else None
+    run_id = f'{"h100" if gpus else "cpu"}-2026-12-05'
+    return record.build_run(summary, run_id, smi=smi, gpu_tests=tests)
