@@ -198,7 +198,7 @@ class EnvReport:
         return asdict(self)
 
 
-def _smi_rows() -> list[dict[str, str]]:
+def smi_rows() -> list[dict[str, str]]:
     """nvidia-smi's GPUs (name, memory.total in MiB, driver_version), in its own (PCI) order;
     [] without it. The one nvidia-smi query of the project (gpucheck.record too)."""
     query = 'name,memory.total,driver_version'
@@ -238,7 +238,7 @@ def env_report() -> EnvReport:
     import tensorflow as tf
 
     info = tf.sysconfig.get_build_info()
-    rows = _smi_rows()
+    rows = smi_rows()
     physical = tf.config.get_visible_devices('GPU')
     # Logical GPUs come in physical order, each physical GPU giving as many as it was split into.
     owner = [

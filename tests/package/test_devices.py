@@ -344,7 +344,7 @@ def test_env_report_maps_split_logical_gpus_to_their_physical_gpu(monkeypatch, t
         {'name': 'GPU model 1', 'memory.total': '40960', 'driver_version': '580.65.06'},
         {'name': 'GPU model 0', 'memory.total': '15360', 'driver_version': '580.65.06'},
     ]
-    monkeypatch.setattr(devices_module, '_smi_rows', lambda: rows)
+    monkeypatch.setattr(devices_module, 'smi_rows', lambda: rows)
     report = env_report()
     assert [
         (g.device, g.name, g.physical, g.memory_total_mb, g.memory_limit_mb) for g in report.gpus

@@ -324,7 +324,7 @@ def test_a_downloaded_run_json_is_checked_then_recorded_under_its_id(tmp_path, c
 
 
 def test_one_nvidia_smi_query_feeds_env_report_and_the_recorder(tmp_path, monkeypatch):
-    from d2lhelpers.devices import _smi_rows
+    from d2lhelpers.devices import smi_rows
 
     fake = tmp_path / 'nvidia-smi'
     fake.write_text(
@@ -335,7 +335,7 @@ def test_one_nvidia_smi_query_feeds_env_report_and_the_recorder(tmp_path, monkey
     )
     fake.chmod(0o755)
     monkeypatch.setenv('PATH', f'{tmp_path}{os.pathsep}{os.environ["PATH"]}')
-    assert _smi_rows() == [
+    assert smi_rows() == [
         {
             'name': 'NVIDIA H100 80GB HBM3',
             'memory.total': '81559',

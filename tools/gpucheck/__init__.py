@@ -6,5 +6,6 @@
 - ``python -m gpucheck.record BUILD_DIR --id ID``: store a batch run as a reference run,
   ``d2lhelpers/runs/ID.json``;
 - ``python -m gpucheck.page [ID ...] [--check]``: write ``docs/runs/<id>.md`` from a stored run;
-- ``gpucheck.check``: the acceptance checks, pure functions over a run dict.
+- ``gpucheck.check``: the acceptance checks, pure functions over a run dict (the rules in
+  ``presence``, ``sheet`` and ``order``).
 """

@@ -37,6 +37,11 @@ from typing import Any
 
 from nbrun.atomic import atomic_write
 
+import d2lhelpers
+from d2lhelpers.devices import smi_rows
+
+from .check import gpu_device
+
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / 'd2lhelpers' / 'runs'
 _DATE = re.compile(r'(\d{4}-\d{2}-\d{2})$')
@@ -59,21 +64,10 @@ class RecordError(Exception):
 
 def nvidia_smi() -> list[dict[str, str]]:
     """One dict (driver, name, memory) per GPU that ``nvidia-smi`` lists; [] without it."""
-    from d2lhelpers.devices import _smi_rows
-
     return [
         {'driver': r['driver_version'], 'name': r['name'], 'memory': f'{r["memory.total"]} MiB'}
-        for r in _smi_rows()
+        for r in smi_rows()
     ]
-
-
-def _collection_version() -> str:
-    sys.path.insert(0, str(ROOT))
-    try:
-        import d2lhelpers
-    finally:
-        sys.path.remove(str(ROOT))
-    return d2lhelpers.__version__
 
 
 def build_run(
@@ -93,7 +87,7 @@ def build_run(
     machine = summary.get('machine') or {}
     gpus = env.get('gpus') or []
     first = gpus[0] if gpus else {}
-    physical = [d for d in env.get('physical') or [] if 'GPU' in str(d)]
+    physical = [d for d in env.get('physical') or [] if gpu_device(d)]
     if date is None:
         found = _DATE.search(run_id)
         date = found.group(1) if found else datetime.date.today().isoformat()
@@ -118,7 +112,7 @@ def build_run(
             f'Tải máy (load average 1 phút): {load["start"]} lúc bắt đầu, {load.get("end")} lúc '
             f'kết thúc, trên {machine.get("cores")} lõi.'
         )
-    logical = [d for d in env.get('logical') or [] if 'GPU' in str(d)]
+    logical = [d for d in env.get('logical') or [] if gpu_device(d)]
     if len(logical) > len(physical) >= 1:
         notes.append(
             f'{len(physical)} GPU vật lý, {len(logical)} thiết bị logic trong báo cáo môi trường.'
@@ -129,7 +123,7 @@ def build_run(
         'id': run_id,
         'date': date,
         'commit': summary.get('commit'),
-        'collection_version': version if version is not None else _collection_version(),
+        'collection_version': version if version is not None else d2lhelpers.__version__,
         'command': summary.get('command'),
         'machine': {
             'gpu': first.get('name') or (smi[0]['name'] if smi else None),
