@@ -345,3 +345,55 @@ def test_one_nvidia_smi_query_feeds_env_report_and_the_recorder(tmp_path, monkey
     assert record.nvidia_smi() == [
         {'driver': '580.65.06', 'name': 'NVIDIA H100 80GB HBM3', 'memory': '81559 MiB'}
     ]
+
+
+def test_a_run_cut_before_the_environment_report_does_not_blame_tensorflow():
+    from gpucheck import check
+
+    run = build_run()
+    run['machine']['gpus'], run['software']['tensorflow'] = [], None  # the batch was cut short
+    bad = [f for f in check.failed(check.check_run(run)) if f.notebook == '-']
+    assert 'đợt chạy dừng trước khi ghi nó' in bad[0].detail
+    assert 'TensorFlow không thấy GPU' not in bad[0].detail
+
+
+def test_the_batch_does_not_inherit_kaggles_marker(monkeypatch):
+    import gpucheck.__main__ as gpu_check
+
+    monkeypatch.setenv('KAGGLE_KERNEL_RUN_TYPE', 'Interactive')
+    assert 'KAGGLE_KERNEL_RUN_TYPE' not in gpu_check._env()
+
+
+def test_tensorflow_seeing_fewer_gpus_than_the_driver_fails(monkeypatch, capsys):
+    import gpucheck.__main__ as gpu_check
+
+    monkeypatch.setattr(gpu_check, 'driver_gpus', lambda: ['GPU 0: Tesla T4', 'GPU 1: Tesla T4'])
+    monkeypatch.setattr(gpu_check, 'tf_probe', lambda: ('2.21.0', True, 1, ''))
+    monkeypatch.setattr(gpu_check, 'run_batch', lambda *a: pytest.fail('must not run anything'))
+    monkeypatch.delenv('CUDA_VISIBLE_DEVICES', raising=False)
+    assert gpu_check.main(['--out', '/nonexistent/never-written']) == 1
+    assert 'TensorFlow chỉ dùng được 1' in capsys.readouterr().out
+    monkeypatch.setenv('CUDA_VISIBLE_DEVICES', '0')  # one GPU asked for: one GPU is right
+    assert gpu_check.visible_gpus(['GPU 0: Tesla T4', 'GPU 1: Tesla T4']) == 1
+
+
+def test_out_is_emptied_only_when_gpucheck_wrote_it(tmp_path, monkeypatch, capsys):
+    import gpucheck.__main__ as gpu_check
+
+    monkeypatch.setattr(gpu_check, 'driver_gpus', lambda: ['GPU 0: Tesla T4'])
+    monkeypatch.setattr(gpu_check, 'tf_probe', lambda: ('2.21.0', True, 1, ''))
+    monkeypatch.setattr(gpu_check, 'run_batch', lambda *a: pytest.fail('must not run anything'))
+    (tmp_path / 'mine.txt').write_text('keep me')
+    assert gpu_check.main(['--out', str(tmp_path)]) == 2
+    assert (tmp_path / 'mine.txt').read_text() == 'keep me'
+    assert 'không xóa' in capsys.readouterr().out
+    assert gpu_check.usable_out(tmp_path / 'absent')
+    (tmp_path / gpu_check.LOG).write_text('')
+    assert gpu_check.usable_out(tmp_path)
+
+
+def test_the_probe_runs_one_op_on_the_gpu():
+    import gpucheck.__main__ as gpu_check
+
+    assert 'tf.reduce_sum(tf.ones(4))' in gpu_check._PROBE and 'gpus = []' in gpu_check._PROBE
+    ast.parse(gpu_check._PROBE)

@@ -45,9 +45,15 @@ TEST_TIMEOUT = 900
 STOP_GRACE = 60  # seconds the batch gets to stop its kernels after SIGTERM
 
 _PROBE = """\
-import json, tensorflow as tf
+import json, sys, tensorflow as tf
 info = tf.sysconfig.get_build_info()
 gpus = tf.config.list_physical_devices('GPU')
+try:  # one op on the GPU: a driver too old for TF's kernels fails here, in one line
+    with tf.device('/GPU:0'):
+        gpus and float(tf.reduce_sum(tf.ones(4)))
+except Exception as e:
+    print(f'GPU op on /GPU:0 failed: {type(e).__name__}: {e}'.splitlines()[0], file=sys.stderr)
+    gpus = []
 print(json.dumps([tf.__version__, bool(info.get('is_cuda_build')), len(gpus)]))
 """
 _WHY = ('cuda', 'gpu', 'dlopen', 'driver', 'libcu', 'nvidia')
@@ -66,9 +72,25 @@ class Log:
 
 
 def _env() -> dict[str, str]:
+    """The environment of every process gpucheck starts. Without Kaggle's marker: the notebooks'
+    install cells would replace the checkout under test with GitHub's package."""
     env = dict(os.environ)
+    env.pop('KAGGLE_KERNEL_RUN_TYPE', None)
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
     return env
+
+
+def visible_gpus(drivers: list[str]) -> int:
+    """How many of the driver's GPUs this process may use (``CUDA_VISIBLE_DEVICES``)."""
+    visible = os.environ.get('CUDA_VISIBLE_DEVICES')
+    if visible is None:
+        return len(drivers)
+    return min(len(drivers), len([d for d in visible.split(',') if d.strip()]))
+
+
+def usable_out(out: Path) -> bool:
+    """Whether ``--out`` may be emptied: absent, empty, or a folder gpucheck wrote before."""
+    return not out.exists() or (out.is_dir() and (not any(out.iterdir()) or (out / LOG).is_file()))
 
 
 def tf_probe() -> tuple[str | None, bool, int, str]:
@@ -216,7 +238,15 @@ def main(argv: list[str] | None = None) -> int:
         print('nhưng TensorFlow không dùng được GPU nào.')
         print(unusable_reason(version, cuda_build, said))
         return 1
+    if count < visible_gpus(drivers):
+        print(f'gpu-check: HỎNG: driver thấy {len(drivers)} GPU ({"; ".join(drivers)}) ', end='')
+        print(f'nhưng TensorFlow chỉ dùng được {count}.')
+        print(unusable_reason(version, cuda_build, said))
+        return 1
     out = args.out
+    if not usable_out(out):
+        print(f'gpu-check: không xóa {out}: thư mục có tệp mà không phải của gpucheck ({LOG})')
+        return 2
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     log = Log(out / LOG)

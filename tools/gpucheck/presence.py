@@ -102,13 +102,16 @@ def gpu_tests(c: Checker) -> None:
 
 def gpu_present(c: Checker) -> None:
     names = [g.get('name') for g in c.machine.get('gpus') or [] if isinstance(g, dict)]
+    why = 'TensorFlow không thấy GPU'
+    if (c.run.get('software') or {}).get('tensorflow') is None:  # no env_report reached summary
+        why = 'không có báo cáo môi trường: đợt chạy dừng trước khi ghi nó'
     c.add(
         '-',
         HAS_GPU,
         bool(names),
         f'machine.gpus: {len(names)} GPU ({", ".join(map(str, names))})'
         if names
-        else 'lần chạy không đo GPU nào: machine.gpus rỗng (TensorFlow không thấy GPU)',
+        else f'lần chạy không đo GPU nào: machine.gpus rỗng ({why})',
     )
     for name, keys in (
         (EX1, ('gflops',)),
