@@ -304,3 +304,13 @@ def test_papermill_reads_every_parameter_a_notebook_assigns(path):
     nb = nbformat.read(path, as_version=4)
     (cell,) = [c for c in nb.cells if 'parameters' in c.metadata.get('tags', [])]
     assert assigned(cell) == set(declared_parameters(nb)), path.name
+
+
+def test_a_copy_without_git_takes_the_commit_its_stager_set(tmp_path, monkeypatch):
+    from nbrun import cli
+
+    monkeypatch.setenv('GIT_CEILING_DIRECTORIES', str(tmp_path.parent))
+    monkeypatch.delenv('D2L_COMMIT', raising=False)
+    assert cli._commit(tmp_path) is None
+    monkeypatch.setenv('D2L_COMMIT', 'abc1234')
+    assert cli._commit(tmp_path) == 'abc1234'

@@ -249,7 +249,9 @@ def _report(summary: dict[str, Any], out: Path) -> None:
 
 
 def _commit(folder: Path) -> str | None:
-    """The short commit of the repository holding ``folder`` (None outside git)."""
+    """The short commit of the repository holding ``folder``; outside git (a staged copy without
+    ``.git``) the ``D2L_COMMIT`` its stager set, else None."""
+    fallback = os.environ.get('D2L_COMMIT') or None
     try:
         out = subprocess.run(
             ['git', 'rev-parse', '--short', 'HEAD'],
@@ -259,5 +261,5 @@ def _commit(folder: Path) -> str | None:
             cwd=folder,
         )
     except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
+        return fallback
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else fallback
