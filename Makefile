@@ -119,7 +119,7 @@ lab: $(LAB_STAMP)
 # newer than the last good build; then checked by tools/bookcheck.py; build/book/.built marks it good.
 BOOK_STAMP   := $(VENV)/.installed-book
 BOOK         := build/book
-BOOK_SOURCES := $(wildcard book/*.py book/*.md book/redirect/* notebooks/*.ipynb exercises/*.ipynb \
+BOOK_SOURCES := $(wildcard book/*.* book/redirect/* notebooks/*.ipynb exercises/*.ipynb \
   docs/*.md docs/runs/*.md docs/runs/*/*.png d2lhelpers/runs/*.json d2lhelpers/multiworker.py) \
   notebooks exercises docs docs/runs tools/bookcheck.py
 

@@ -39,6 +39,8 @@ myst_heading_anchors = 3
 html_theme = 'sphinx_book_theme'
 html_title = 'GPU với TensorFlow'
 html_extra_path = ['redirect/index.html']  # build/book/index.html sends the reader to the home page
+html_favicon = 'favicon.svg'
+html_context = {'default_mode': 'light'}  # the theme's colour mode until the reader picks one
 html_theme_options = {
     'repository_url': 'https://github.com/d2l-vi/d2l-tf-gpu',
     'repository_branch': 'main',

@@ -240,7 +240,7 @@ def stale(site: Path = SITE, root: Path = ROOT) -> str | None:
     built = stamp.stat().st_mtime
     book = sorted(
         p.relative_to(root).as_posix()
-        for pattern in ('*.py', '*.md', 'redirect/*')
+        for pattern in ('*.*', 'redirect/*')
         for p in (root / 'book').glob(pattern)
     )
     for source in notebooks(root) + doc_pages(root) + book:
