@@ -3,6 +3,7 @@
 #   make run      execute every notebook with papermill into build/ (summary.json + report)
 #   make refresh  re-execute the committed notebooks in place (their stored outputs)
 #   make lab      JupyterLab on the collection
+#   make book     the collection as a static site in build/book/ (from the stored outputs)
 #   make nbval    only pytest --nbval (NB=exercises/01-cpu-vs-gpu-matmul.ipynb for one notebook)
 #   make lint     ruff check + ruff format --check (part of make test)
 #   make bench    the measurements that are not gates: timing tests and the batch overhead
@@ -47,7 +48,7 @@ NBVAL := --nbval --nbval-sanitize-with tests/sanitize.cfg --nbval-cell-timeout 6
 # one worker, in order. XDIST= runs everything in one process.
 XDIST ?= -n 2 --dist loadscope
 
-.PHONY: test lint nbval run refresh lab bench clean venv gpu-check
+.PHONY: test lint nbval run refresh lab book bench clean venv gpu-check
 
 # tensorflow (GPU=1) and tensorflow-cpu install into the same tensorflow/ folder: when the other
 # build is there, remove both before installing one (the nvidia-* CUDA wheels may stay).
@@ -110,6 +111,33 @@ $(LAB_STAMP): $(STAMP) requirements-lab.txt
 LAB_ARGS ?=
 lab: $(LAB_STAMP)
 	$(VENV)/bin/jupyter lab --notebook-dir=. $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+
+# The collection as a static site (build/book/, home page build/book/index.html): Sphinx, MyST-NB
+# and the Sphinx Book Theme (requirements-book.txt, installed like make lab's, only for make book),
+# from the notebooks' stored outputs: nothing is executed. Built whole (a warning is an error, and an
+# incremental Sphinx build would not repeat the warnings of unchanged pages) whenever a source is
+# newer than the last good build; then checked by tools/bookcheck.py; build/book/.built marks it good.
+BOOK_STAMP   := $(VENV)/.installed-book
+BOOK         := build/book
+BOOK_SOURCES := $(wildcard book/*.* book/redirect/* notebooks/*.ipynb exercises/*.ipynb \
+  docs/*.md docs/runs/*.md docs/runs/*/*.png d2lhelpers/runs/*.json d2lhelpers/multiworker.py) \
+  notebooks exercises docs docs/runs tools/bookcheck.py
+
+$(BOOK_STAMP): $(STAMP) requirements-book.txt
+	grep -v '^-r' requirements-book.txt > $(VENV)/requirements-book-only.txt
+	$(PY) -m pip install --quiet -r $(VENV)/requirements-book-only.txt -c $(REQS)
+	@touch $@
+
+book: $(BOOK)/.built
+
+$(BOOK)/.built: $(BOOK_STAMP) $(BOOK_SOURCES)
+	rm -rf $(BOOK)
+	@start=$$(date +%s); \
+	$(PY) -m sphinx -W -q -b html -c book . $(BOOK) && $(PY) -m bookcheck $(BOOK); status=$$?; \
+	echo "make book: sphinx-build and bookcheck took $$(( $$(date +%s) - start )) s (exit $$status)"; \
+	exit $$status
+	@touch $@
+	@echo "make book: open $(BOOK)/index.html"
 
 bench: $(STAMP)
 	$(PY) -m pytest tests -m timing -q

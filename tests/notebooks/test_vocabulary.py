@@ -1,12 +1,13 @@
 """One vocabulary (docs/glossary.md): banned forms in the prose and code comments of the collection.
 
-Prose is the markdown of every notebook, README.md and docs/*.md (the glossary itself lists the
-banned forms, so it is skipped), with code spans, fenced code, math, link targets and URLs taken
-out. Comments are the ``#`` comments of every notebook's code cells. Each rule names the form the
-glossary asks for instead. Two forms are banned in any text at all (``ANYWHERE``: a notebook's
-sources and stored outputs, README.md, CONTRIBUTING.md and every page under docs/), and two English
-terms may appear only inside their Vietnamese gloss (``GLOSS_ONLY``). Every notebook ends with
-"## Bài tập" (``last_heading_problems``).
+Prose is the markdown of every notebook, README.md, the book's home page (book/index.md) and
+docs/*.md (the glossary itself lists the banned forms, so it is skipped), with code spans, fenced
+code, math, link targets and URLs taken out. Comments are the ``#`` comments of every notebook's
+code cells. Each rule names the form the glossary asks for instead. Two forms are banned in any
+text at all (``ANYWHERE``: a notebook's sources and stored outputs, README.md, CONTRIBUTING.md,
+the book's home page and every page under docs/), and two English terms may appear only inside
+their Vietnamese gloss (``GLOSS_ONLY``). Every notebook ends with "## Bài tập"
+(``last_heading_problems``).
 """
 
 from __future__ import annotations
@@ -21,13 +22,18 @@ import nbformat
 import pytest
 from nbtools import NOTEBOOKS, ROOT
 
-DOCS = ['README.md', *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / 'docs').glob('*.md'))]
+DOCS = [
+    'README.md',
+    'book/index.md',
+    *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / 'docs').glob('*.md')),
+]
 DOCS.remove('docs/glossary.md')
 #: Every text a reader can see, for the ANYWHERE rules (generated run pages included; the
 #: glossary, which lists the banned forms, is not).
 ALL_TEXTS = [
     'README.md',
     'CONTRIBUTING.md',
+    'book/index.md',
     *sorted(
         p.relative_to(ROOT).as_posix()
         for p in (ROOT / 'docs').rglob('*.md')

@@ -54,7 +54,7 @@ khảo trên CPU, để bạn đặt số đo của máy mình cạnh số đo c
 
 SOURCE = """\
 **Số liệu lấy từ đâu.** Mọi số trên trang lấy từ lần chạy lưu dưới dạng dữ liệu trong gói:
-[`d2lhelpers/runs/{id}.json`](../d2lhelpers/runs/{id}.json). Trong một notebook,
+[`d2lhelpers/runs/{id}.json`](../../d2lhelpers/runs/{id}.json). Trong một notebook,
 `d2lhelpers.reference` đọc cùng tệp ấy (cả trên Colab). Khóa của một số (ví dụ
 `median_s.device_once`) là đường dẫn của nó trong kết quả notebook đã lưu."""
 
