@@ -20,7 +20,7 @@ TEXT = SANITIZE_CFG.read_text(encoding='utf-8')
 
 
 def test_nbval_reads_every_pair():
-    assert len(PATTERNS) == len(re.findall(r'^regex:', TEXT, flags=re.MULTILINE)) == 10
+    assert len(PATTERNS) == len(re.findall(r'^regex:', TEXT, flags=re.MULTILINE)) == 11
     assert all(replace.strip() for _, replace in PATTERNS)
 
 
@@ -211,6 +211,23 @@ def test_masks_a_breakdown_s_verdicts_and_keeps_its_shape(times_floor, work):
     assert sanitize(line) == sanitize(f'n = 128: {other}')  # another machine: same line
     assert sanitize(line) != sanitize(f'n = 256: {b}')  # the rest is compared
     assert sanitize(f'{line} (tham khảo)') == f'\n\n{line} (tham khảo)'
+
+
+CASES = [
+    'trường hợp mức sàn',
+    'mỗi byte nhanh hơn: trường hợp bộ nhớ đệm',
+    'mỗi byte ngang nhau, mức sàn không trội: không thấy bộ nhớ đệm',
+    'mỗi byte chậm hơn, cả khi bỏ phần mức sàn: không trường hợp nào',
+]
+
+
+@pytest.mark.parametrize('case', CASES)
+def test_masks_choose_a_gpu_s_exercise_3_case_and_keeps_the_rest(case):
+    line = f'Bài 3 (/CPU:0): mức sàn chiếm 25% thời gian của phép cộng 4 MiB; {case}'
+    masked = 'Bài 3 (/CPU:0): mức sàn chiếm <số>% thời gian của phép cộng 4 MiB; <trường hợp>'
+    assert sanitize(line) == masked
+    assert sanitize(line.replace('/CPU:0', '/GPU:0')) != masked  # the device is compared
+    assert sanitize(f'{line} lạ') == f'{masked.replace("<trường hợp>", case)} lạ'  # not a case
 
 
 def test_masks_the_sizes_found_at_the_floor():
