@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpucheck import check, record
+from gpucheck import check, order, record
 from nbrun.summary import Entry
 
-from d2lhelpers import NEAR_FLOOR, TIE_BAND, save_results
+from d2lhelpers import NEAR_FLOOR, save_results
 from d2lhelpers.devices import EnvReport, GPUInfo
 
 SIZES = [16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
@@ -78,13 +78,7 @@ def ex1(gpus: list[GPU], cpu: CPU) -> dict:
     median = {lb: r[0] for lb, r in rows.items()}
     floors = {lb: f for lb, (f, _) in labels.items()}
     near_floor = {lb: near(median[lb], floors[lb]) for lb in labels}
-    cross = None  # the notebook's crossover: GPU faster than both CPUs from n on
-    for n in reversed(SIZES[:8]):
-        if not gpus or median['TF /GPU:0'][str(n)] * TIE_BAND >= min(
-            median['TF /CPU:0'][str(n)], median['NumPy (CPU)'][str(n)]
-        ):
-            break
-        cross = n
+    cross = order.crossover(median) if gpus else None  # the one rule the check uses too
     return {
         'sizes': sizes,
         'devices': list(labels),
