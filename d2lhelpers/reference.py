@@ -138,11 +138,11 @@ def reference(notebook: str, *keys: str, run: str) -> Reference:
     entry = lookup(data['notebooks'], name, f'lần chạy {run}, mục notebooks,')
     where = f'lần chạy {run}, notebook {name},'
     values = {key: lookup(entry['results'], key, where) for key in keys}
-    reasons = {key: _artefact(entry, key) for key in keys}
+    reasons = {key: artefact(entry, key) for key in keys}
     return Reference(data, values, {key: why for key, why in reasons.items() if why})
 
 
-def _artefact(entry: dict[str, Any], key: str) -> str | None:
+def artefact(entry: dict[str, Any], key: str) -> str | None:
     """Why ``key`` of a run's notebook ``entry`` is an artefact (marked itself, or a key above or
     below it), or None."""
     for mark, reason in entry['artefacts'].items():
@@ -178,7 +178,7 @@ def compare_runs(
             except ReferenceKeyError:
                 cells.append('—')
                 continue
-            if _artefact(entry, key):  # its reason is on the run's page, not in a lesson
+            if artefact(entry, key):  # its reason is on the run's page, not in a lesson
                 cells.append('số đo hỏng')
                 continue
             ratio = isinstance(value, (int, float)) and isinstance(mine, (int, float)) and mine

@@ -26,104 +26,26 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from nbrun.report import table_cell
+
+import d2lhelpers
 from d2lhelpers.datasheets import find_spec
-from d2lhelpers.reference import format_value, load_run, lookup, reference_runs
+from d2lhelpers.reference import artefact, format_value, load_run, lookup, reference_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / 'docs' / 'runs'  # docs/runs/<id>.md, its plots in docs/runs/<id>/<notebook>-<key>.png
 
-TITLES = {
-    'notebooks/use-gpu': 'use-gpu: mục GPU của D2L',
-    'exercises/01-cpu-vs-gpu-matmul': 'Bài 1 (cpu-vs-gpu-matmul): nhân ma trận trên CPU và GPU',
-    'exercises/02-parameters-on-gpu': 'Bài 2 (parameters-on-gpu): tham số trên GPU',
-    'exercises/03-log-on-device': 'Bài 3 (log-on-device): ghi log trên thiết bị',
-    'exercises/04-two-gpu-matmul': 'Bài 4 (two-gpu-matmul): hai phép nhân trên hai thiết bị',
-    'notebooks/choose-a-gpu': 'choose-a-gpu: băng thông, GFLOP/s, roofline, 16 bit',
-    'notebooks/data-parallel': 'data-parallel: song song dữ liệu và song song mô hình',
-}
 
-INTRO_GPU = """\
-Các notebook của bộ sổ tay được lưu kèm kết quả chạy trên một máy không có GPU. Trang này dành
-cho bạn đọc chưa có GPU: nó cho xem số đo thật của một lần chạy cả bộ sổ tay trên một GPU, bằng
-trình chạy notebook (`nbrun`) của chính bộ sổ tay, đặt cạnh số đo CPU của cùng máy."""
+def texts() -> dict[str, str]:
+    """The fixed text of a page (``page.md`` beside this module), by section name."""
+    parts = re.split(
+        r'^@@ (\w+)\n', (Path(__file__).parent / 'page.md').read_text('utf-8'), flags=re.M
+    )
+    return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
 
-INTRO_CPU = """\
-Trang này cho xem số đo của một lần chạy cả bộ sổ tay trên một máy không có GPU (CPU {cores} lõi),
-bằng trình chạy notebook (`nbrun`) của chính bộ sổ tay. Các notebook trích nó làm lần chạy tham
-khảo trên CPU, để bạn đặt số đo của máy mình cạnh số đo của một máy chỉ có CPU."""
 
-SOURCE = """\
-**Số liệu lấy từ đâu.** Mọi số trên trang lấy từ lần chạy lưu dưới dạng dữ liệu trong gói:
-[`d2lhelpers/runs/{id}.json`](../../d2lhelpers/runs/{id}.json). Trong một notebook,
-`d2lhelpers.reference` đọc cùng tệp ấy (cả trên Colab). Khóa của một số (ví dụ
-`median_s.device_once`) là đường dẫn của nó trong kết quả notebook đã lưu."""
-
-PROBES = """\
-*Phép đo thêm* là các phép đo TensorFlow thuần làm trong cùng phiên, trên cùng loại máy, để trả
-lời điều mà notebook đo sai."""
-
-DATASHEET = 'Số liệu từ data sheet là số nhà sản xuất công bố, không phải số đo.'
-
-#: A run note as gpucheck.record writes it, and what the page adds to it.
-TF32_NOTE = re.compile(r'^TF32 (bật|tắt) khi `env_report\(\)` chạy\.$')
-TF32_MEANING = (
-    'TF32 {state} khi `env_report()` chạy (trong một tiến trình riêng, với thiết lập mặc định của '
-    'TensorFlow): câu này chỉ nói về các notebook để TF32 ở mặc định. Các notebook tắt TF32 ở mọi '
-    'kết quả ghi là float32; khóa `tf32` trong kết quả của một notebook (nếu có) ghi giá trị mà '
-    'notebook ấy dùng.'
-)
-#: A target in a stored headline, and its verdict: "(mục tiêu ≤ 1.2x: không đạt trên GPU)".
-TARGET = re.compile(r'\((mục tiêu [^():]*?)(?:: ([^()]*))?\)')
-TARGET_NOTE = (
-    ' *(Ghi chú của trang: "{target}" là mục tiêu của phiên bản {version}; các notebook hiện nay'
-    ' ({current}) không còn mục tiêu này, nên "{verdict}" chỉ là dữ liệu lịch sử của lần chạy,'
-    ' không phải một kết luận của notebook hiện nay.)*'
-)
-
-OLD = """\
-> **Đọc trước khi dùng số.** Lần chạy này dùng một phiên bản cũ của các notebook ({version},
-> commit `{commit}`; các notebook hiện nay là {current}). Mỗi mục dưới đây tách hai phần: **(a)
-> số đo hợp lệ**, và **(b) số đo hỏng (artefact)**: số mà chính lần chạy cho thấy là sai, kèm
-> lý do. Số ở phần (b) chỉ để bạn nhận ra chúng khi gặp lại; đừng trích chúng như hiệu năng
-> của GPU."""
-
-WHY = """\
-## Vì sao một số đo GPU có thể sai
-
-Ba cơ chế giải thích mọi số ở các phần (b):
-
-1. **Đo chi phí gửi phép toán, không đo GPU.** Ở chế độ eager, gửi một phép toán (dispatch) tốn
-   vài chục µs thời gian của host (CPU và bộ nhớ chính của nó). Một phép toán nhỏ trên GPU xong
-   nhanh hơn thế: đo từng phép toán một là đo chi phí gửi, thời gian gần như không đổi theo kích
-   thước, và GFLOP/s tính từ nó tăng như n³ mà không nói gì về GPU. Các notebook hiện nay đo và
-   in mức sàn (floor) và không bao giờ gọi một điểm gần mức sàn là "trần".
-2. **TF32 bật ngầm.** Trên GPU thế hệ Ampere trở đi, TensorFlow mặc định tính phép nhân ma trận
-   "float32" bằng TF32 trên lõi tensor (tensor core): nhanh hơn FP32 thật nhiều lần nhưng kém
-   chính xác hơn. Một số ghi là float32 mà vượt đỉnh FP32 của data sheet là dấu hiệu TF32. Các
-   notebook hiện nay tắt TF32 ở mọi kết quả ghi là float32.
-3. **Một lần gọi ngắn, đo một lần.** Khi phép toán chỉ vài chục µs, phần host chồng lên GPU
-   (Python gửi phép toán kế tiếp trong lúc GPU còn chạy) hiện ra như một lần tăng tốc; hai thiết
-   bị logic trên một GPU dùng chung phần cứng của nó, nên một hệ số trên 1x không đến từ GPU."""
-
-MAINTAINERS = """\
-## Dành cho người bảo trì
-
-Trang này do `PYTHONPATH=tools python -m gpucheck.page` sinh ra từ tệp của lần chạy: đừng sửa
-tay. `tests/tools/test_record_page.py` kiểm tra rằng trang đã commit đúng bằng trang sinh ra, và
-rằng mọi khóa đánh dấu artefact có trong kết quả. {how}"""
-
-HOW_GPU = """\
-Lưu một lần chạy mới trên máy có GPU:
-`make gpu-check` (chạy mọi notebook vào `build/gpu-check/` rồi kiểm tra lần chạy), sau đó
-`PYTHONPATH=tools python -m gpucheck.record build/gpu-check --id <gpu>-<ngày> --driver <driver>`
-ghi `d2lhelpers/runs/<gpu>-<ngày>.json`; đánh dấu các số đo hỏng trong `artefacts` của notebook, mỗi
-khóa một câu lý do."""
-
-HOW_CPU = """\
-Lưu một lần chạy mới trên máy chỉ có CPU:
-`make run` (chạy mọi notebook vào `build/`), sau đó
-`PYTHONPATH=tools python -m gpucheck.record build --id cpu<số lõi>-<ngày>` ghi
-`d2lhelpers/runs/cpu<số lõi>-<ngày>.json`."""
+TEXT = texts()
+TITLES = dict(line.split(' | ') for line in TEXT['TITLES'].splitlines())
 
 
 def _words(text: str) -> str:
@@ -142,22 +64,17 @@ def _has_gpu(run: dict[str, Any]) -> bool:
 # -- values, as the notebooks print them ---------------------------------------------------
 
 
-def _marked(key: str, marks: dict[str, str]) -> bool:
-    return any(key == m or key.startswith(m + '.') for m in marks)
-
-
-def rows(tree: dict[str, Any], marks: dict[str, str], prefix: str = '') -> list[tuple[str, str]]:
-    """(dotted key, value as ``d2lhelpers.reference`` prints it) of ``tree``, leaving out the
-    subtrees in ``marks``. A dict keyed by sizes (``{'16': ..., '32': ...}``) is one row.
+def rows(tree: dict[str, Any], nb: dict[str, Any], prefix: str = '') -> list[tuple[str, str]]:
+    """(dotted key, value as ``d2lhelpers.reference`` prints it) of ``tree`` (the results of the
+    run's notebook ``nb``), leaving out what ``reference`` calls an artefact. A dict keyed by sizes
+    (``{'16': ..., '32': ...}``) is one row.
     """
     out = []
     for k, v in tree.items():
         key = f'{prefix}{k}'
-        if _marked(key, marks):
-            continue
         if isinstance(v, dict) and v and not all(str(x).isdigit() for x in v):
-            out += rows(v, marks, key + '.')
-        else:
+            out += rows(v, nb, key + '.')
+        elif not artefact(nb, key):
             out.append((key, format_value(v, key.split('.'))))
     return out
 
@@ -184,8 +101,9 @@ def plots(results: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def draw(results: dict[str, Any], key: str, marks: dict[str, str], path: Path) -> None:
-    """Draw the plot ``key`` of ``plots(results)`` into ``path`` (PNG, no timestamp)."""
+def draw(nb: dict[str, Any], key: str, path: Path) -> None:
+    """Draw the plot ``key`` of ``plots(nb['results'])`` into ``path`` (PNG, no timestamp)."""
+    results = nb['results']
     import matplotlib
 
     matplotlib.use('Agg')
@@ -197,7 +115,7 @@ def draw(results: dict[str, Any], key: str, marks: dict[str, str], path: Path) -
             if not _numbers(points):
                 continue
             ns = sorted(points, key=int)
-            bad = _marked(f'gflops.{dev}', marks)
+            bad = artefact(nb, f'gflops.{dev}')
             label = f'{dev} (số đo hỏng)' if bad else dev
             style = dict(ls='--', mfc='white') if bad else {}
             ax.plot([int(n) for n in ns], [points[n] for n in ns], marker='o', label=label, **style)
@@ -213,13 +131,9 @@ def draw(results: dict[str, Any], key: str, marks: dict[str, str], path: Path) -
     plt.close(fig)
 
 
-def _cell(text: str) -> str:
-    return text.replace('|', '\\|').replace('\n', ' ')
-
-
 def _table(header: tuple[str, ...], body: list[tuple[str, ...]]) -> list[str]:
     lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
-    lines += ['| ' + ' | '.join(_cell(c) for c in r) + ' |' for r in body]
+    lines += ['| ' + ' | '.join(table_cell(c) for c in r) + ' |' for r in body]
     return lines
 
 
@@ -264,7 +178,7 @@ def _machine(run: dict[str, Any]) -> list[str]:
     lines = [f'## Máy đã chạy ({run["date"]})', '', *_table(('mục', 'giá trị'), body), '']
     if run.get('notes'):
         lines += ['Ghi chú của lần chạy:', '']
-        lines += [f'- {_note(note)}' for note in run['notes']]
+        lines += [f'- {_words(note)}' for note in run['notes']]
         lines.append('')
     spec = find_spec(m['gpu'])
     if spec is not None:
@@ -276,32 +190,13 @@ def _machine(run: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _note(note: str) -> str:
-    found = TF32_NOTE.match(note)
-    return TF32_MEANING.format(state=found.group(1)) if found else _words(note)
-
-
-def _headline(run: dict[str, Any], nb: dict[str, Any], current: str) -> str:
-    """A notebook's stored headline, with the page's note on a target its version no longer has."""
-    text = _words(nb['headline'])
-    if run['collection_version'] != current:
-        for found in TARGET.finditer(text):
-            text += TARGET_NOTE.format(
-                target=found.group(1),
-                verdict=found.group(2) or found.group(1),
-                version=run['collection_version'],
-                current=current,
-            )
-    return text
-
-
-def _headlines(run: dict[str, Any], current: str) -> list[str]:
+def _headlines(run: dict[str, Any]) -> list[str]:
     body = []
     for name, nb in run['notebooks'].items():
         marks = nb.get('artefacts') or {}
         extra = f'; {len(marks)} số đo hỏng ở phần (b)' if marks else ''
         took = format_value(nb['seconds'], ['seconds_s'])
-        body.append((f'`{name}`', f'{nb["status"]}, {took}{extra}', _headline(run, nb, current)))
+        body.append((f'`{name}`', f'{nb["status"]}, {took}{extra}', _words(nb['headline'])))
     return [
         '## Số liệu chính',
         '',
@@ -312,14 +207,14 @@ def _headlines(run: dict[str, Any], current: str) -> list[str]:
     ]
 
 
-def _notebook(run: dict[str, Any], name: str, current: str, folder: Path | None) -> list[str]:
+def _notebook(run: dict[str, Any], name: str, folder: Path | None) -> list[str]:
     run_id, nb = run['id'], run['notebooks'][name]
     marks = nb.get('artefacts') or {}
-    head = _headline(run, nb, current)
+    head = _words(nb['headline'])
     lines = [f'## {TITLES.get(name, name)}', '', f'`{name}.ipynb`: {head}', '']
     if nb.get('parameters'):
         lines += [f'Tham số: `{json.dumps(nb["parameters"], ensure_ascii=False)}`.', '']
-    valid = rows(nb['results'], marks)
+    valid = rows(nb['results'], nb)
     lines += ['**(a) Số đo hợp lệ**', '']
     if valid:
         lines += [*_table(('khóa', 'giá trị'), [(f'`{k}`', v) for k, v in valid]), '']
@@ -339,10 +234,9 @@ def _notebook(run: dict[str, Any], name: str, current: str, folder: Path | None)
         png = f'{name.replace("/", "__")}-{key}.png'
         if folder is not None:
             folder.mkdir(parents=True, exist_ok=True)
-            draw(nb['results'], key, marks, folder / png)
-        bad = [k for k in marks if k == key or k.startswith(key + '.')]
+            draw(nb, key, folder / png)
         caption = f'*{title}: vẽ từ `{key}` của lần chạy.*'
-        if bad:
+        if artefact(nb, key):
             caption += ' Đường nét đứt là số đo hỏng của phần (b): đừng đọc chúng như hiệu năng.'
         lines += [f'![{title}]({run_id}/{png})', '', caption, '']
     return lines
@@ -352,43 +246,31 @@ def page_path(run_id: str) -> Path:
     return DOCS / f'{run_id}.md'
 
 
-def render(run: dict[str, Any], current: str | None = None, plots_to: Path | None = None) -> str:
-    """The whole page for ``run`` (``current``: the version of today's notebooks); its plots are
-    drawn into ``plots_to`` when given."""
-    if current is None:
-        import d2lhelpers
-
-        current = d2lhelpers.__version__
-    gpu = _has_gpu(run)
+def render(run: dict[str, Any], plots_to: Path | None = None) -> str:
+    """The whole page for ``run``; its plots are drawn into ``plots_to`` when given."""
+    gpu, current = _has_gpu(run), d2lhelpers.__version__
     what = run['machine']['gpu'] if gpu else 'máy không có GPU'
-    lines = [f'# Số đo của lần chạy {run["id"]}: {what}, ngày {run["date"]}', '']
-    lines += [
-        '<!-- Sinh ra bởi `PYTHONPATH=tools python -m gpucheck.page` từ '
-        f'd2lhelpers/runs/{run["id"]}.json: đừng sửa tay. -->',
-        '',
-        INTRO_GPU if gpu else INTRO_CPU.format(cores=_value(run['machine']['cpu_cores'])),
-        '',
-    ]
-    source = [SOURCE.format(id=run['id'])]
+    parts = [TEXT['HEAD'].format(id=run['id'], date=run['date'], what=what)]
+    parts.append(TEXT['INTRO_GPU'] if gpu else TEXT['INTRO_CPU'].format(**run['machine']))
+    source = [TEXT['SOURCE'].format(id=run['id'])]
     if any('probe' in nb['results'] for nb in run['notebooks'].values()):
-        source.append(PROBES)
+        source.append(TEXT['PROBES'])
     if gpu and find_spec(run['machine']['gpu']) is not None:
-        source.append(DATASHEET)
-    lines += ['\n'.join(source), '']
+        source.append(TEXT['DATASHEET'])
+    parts.append('\n'.join(source))
     if run['collection_version'] != current:
-        commit = run['commit'] or 'không rõ'
-        lines += [
-            OLD.format(version=run['collection_version'], commit=commit, current=current),
-            '',
-        ]
+        version, commit = run['collection_version'], run['commit'] or 'không rõ'
+        parts.append(TEXT['OLD'].format(version=version, commit=commit, current=current))
     if any(nb['artefacts'] for nb in run['notebooks'].values()):
-        lines += [WHY, '']
-    lines += _machine(run)
-    lines += _headlines(run, current)
+        parts.append(TEXT['WHY'])
+    lines = [*_machine(run), *_headlines(run)]
     for name in run['notebooks']:
-        lines += _notebook(run, name, current, plots_to)
-    lines += [MAINTAINERS.format(how=HOW_GPU if gpu else HOW_CPU)]
-    return '\n'.join(lines) + '\n'
+        lines += _notebook(run, name, plots_to)
+    parts += [
+        '\n'.join(lines).strip(),
+        TEXT['MAINTAINERS'].format(how=TEXT[f'HOW_{"GPU" if gpu else "CPU"}']),
+    ]
+    return '\n\n'.join(parts) + '\n'
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -56,6 +56,13 @@ GPU_FIELDS = (
     'memory_total_mb',
     'memory_limit_mb',
 )
+#: The run note on TF32: it describes TensorFlow's default, not what a notebook used.
+TF32_NOTE = (
+    'TF32 {state} khi `env_report()` chạy (trong một tiến trình riêng, với thiết lập mặc định của '
+    'TensorFlow): câu này chỉ nói về các notebook để TF32 ở mặc định. Các notebook tắt TF32 ở mọi '
+    'kết quả ghi là float32; khóa `tf32` trong kết quả của một notebook (nếu có) ghi giá trị mà '
+    'notebook ấy dùng.'
+)
 
 
 class RecordError(Exception):
@@ -105,7 +112,7 @@ def build_run(
     tf32 = env.get('tf32')
     notes = []
     if tf32 is not None:
-        notes.append(f'TF32 {"bật" if tf32 else "tắt"} khi `env_report()` chạy.')
+        notes.append(TF32_NOTE.format(state='bật' if tf32 else 'tắt'))
     load = summary.get('load_average') or {}
     if load.get('start') is not None:
         notes.append(

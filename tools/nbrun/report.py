@@ -149,10 +149,12 @@ def _head(summary: dict[str, Any]) -> tuple[str, list[str]]:
     return first, notes
 
 
-def _markdown(summary: dict[str, Any], sections: list[_Section]) -> str:
-    def cell(text: str) -> str:
-        return text.replace('|', '\\|').replace('\n', ' ')
+def table_cell(text: str) -> str:
+    """``text`` as one cell of a Markdown table (also for gpucheck's run pages)."""
+    return text.replace('|', '\\|').replace('\n', ' ')
 
+
+def _markdown(summary: dict[str, Any], sections: list[_Section]) -> str:
     first, notes = _head(summary)
     lines = ['# Báo cáo chạy notebook (batch report)', '', first, '']
     if summary.get('command'):
@@ -172,7 +174,8 @@ def _markdown(summary: dict[str, Any], sections: list[_Section]) -> str:
     for s in sections:
         e = s.entry
         lines.append(
-            f'| {cell(e["notebook"])} | {e["status"]} | {_seconds(e)} | {cell(_error(e))} |'
+            f'| {table_cell(e["notebook"])} | {e["status"]} | {_seconds(e)} '
+            f'| {table_cell(_error(e))} |'
         )
     for s in sections:
         e = s.entry
