@@ -25,27 +25,8 @@ from typing import Any
 
 from d2lhelpers.timing import NEAR_FLOOR, TIE_BAND, format_seconds
 
-from .check import (
-    CEILING,
-    CHOOSE,
-    CROSSOVER,
-    DP,
-    EX1,
-    EX2,
-    EX3,
-    EX4,
-    KERNEL_N,
-    OFF_FLOOR,
-    ORDER,
-    PEAK_MARGIN,
-    SPEEDUP,
-    Checker,
-    all_gpus,
-    gpu_device,
-    number,
-    sizes,
-    strings,
-)
+from . import check
+from .check import Checker, all_gpus, gpu_device, number, sizes, strings
 
 SCALING_WORK, STEP_WORK = 100, 8
 SPLIT_RANGE = (0.85, 1.10)
@@ -91,23 +72,25 @@ def crossover(times: dict[str, dict[str, float]]) -> int | None:
     return next((n for i, n in enumerate(sorted(common)) if all(wins[i:])), None)
 
 
-def dispatch(c: Checker, name: str, check: str) -> None:
-    """A GPU row that reaches n >= KERNEL_N: its largest point clear of the floor, its time
+def dispatch(c: Checker, name: str, rule: str) -> None:
+    """A GPU row that reaches n >= check.KERNEL_N: its largest point clear of the floor, its time
     growing with the work (see the module docstring)."""
     results = c.results(name, 'gflops')
     for dev in filter(gpu_device, results.get('gflops', {})):
-        if name == EX1:
+        if name == check.EX1:
             times = sizes(results.get('median_s', {}).get(dev, {}))
         else:
             times = [(n, 2 * n**3 / (g * 1e9)) for n, g in sizes(results['gflops'][dev])]
         if not times:
             continue
         n, t = times[-1]
-        if n < KERNEL_N:
-            c.skip(name, check, f'{dev}: n lớn nhất {n} < {KERNEL_N}: GPU có thể còn ở mức sàn')
+        if n < check.KERNEL_N:
+            c.skip(
+                name, rule, f'{dev}: n lớn nhất {n} < {check.KERNEL_N}: GPU có thể còn ở mức sàn'
+            )
             continue
         problems, floor = [], results.get('floor_s', {}).get(dev)
-        if name == CHOOSE and results.get('ceiling_gflops', {}).get(dev, 0) is None:
+        if name == check.CHOOSE and results.get('ceiling_gflops', {}).get(dev, 0) is None:
             problems.append('không có trần: notebook thấy mọi điểm GPU ở mức sàn')
         at = f'n = {n} mất {format_seconds(t)}'
         if number(floor):
@@ -119,15 +102,15 @@ def dispatch(c: Checker, name: str, check: str) -> None:
         problems.append(scaling_verdict(times))
         problems = [p for p in problems if p]
         ok = f'{at}; thời gian tăng theo khối lượng tính'
-        c.add(name, check, not problems, f'{dev}: {"; ".join(problems) if problems else ok}')
+        c.add(name, rule, not problems, f'{dev}: {"; ".join(problems) if problems else ok}')
 
 
 def dispatch_ex1(c: Checker) -> None:
-    dispatch(c, EX1, OFF_FLOOR)
+    dispatch(c, check.EX1, check.OFF_FLOOR)
 
 
 def dispatch_choose(c: Checker) -> None:
-    dispatch(c, CHOOSE, CEILING)
+    dispatch(c, check.CHOOSE, check.CEILING)
 
 
 def more_work(c: Checker, name: str, more: str, t_more: Any, less: str, t_less: Any, why: str):
@@ -135,7 +118,7 @@ def more_work(c: Checker, name: str, more: str, t_more: Any, less: str, t_less: 
         x = t_more / t_less
         c.add(
             name,
-            ORDER,
+            check.ORDER,
             x >= MORE_WORK_MIN,
             f'{more} {format_seconds(t_more)} = {x:.2f}x {less} {format_seconds(t_less)} '
             f'(cần ≥ {MORE_WORK_MIN}x: {why})',
@@ -143,14 +126,16 @@ def more_work(c: Checker, name: str, more: str, t_more: Any, less: str, t_less: 
 
 
 def timing_order(c: Checker) -> None:
-    results = c.results(EX2, 'devices', 'median_s')
+    results = c.results(check.EX2, 'devices', 'median_s')
     if all_gpus(strings(results.get('devices'))):
         t = results['median_s']
         why = 'qua host thêm hai lần chép qua PCIe và một lần chờ GPU'
-        more_work(c, EX2, 'qua host', t.get('via_host'), 'trên thiết bị', t.get('on_device'), why)
+        more_work(
+            c, check.EX2, 'qua host', t.get('via_host'), 'trên thiết bị', t.get('on_device'), why
+        )
         why = 'ghi mọi tham số nhiều việc hơn cùng số phép ghi trên biến vô hướng'
-        more_work(c, EX2, 'trên thiết bị', t.get('on_device'), 'mức sàn', t.get('floor'), why)
-    results = c.results(EX3, 'device', 'median_s')
+        more_work(c, check.EX2, 'trên thiết bị', t.get('on_device'), 'mức sàn', t.get('floor'), why)
+    results = c.results(check.EX3, 'device', 'median_s')
     if gpu_device(results.get('device')):
         t = results['median_s']
         for more, less, why in (
@@ -158,29 +143,29 @@ def timing_order(c: Checker) -> None:
             ('tf_function', 'no_logging', 'cùng vòng lặp trong đồ thị, thêm ghi log'),
             ('device_once', 'eager_no_logging', 'cùng các phép nhân eager, thêm tính chuẩn'),
         ):
-            more_work(c, EX3, more, t.get(more), less, t.get(less), why)
-    results = c.results(DP, 'devices', 'step_time_s', 'step_floor_s', 'model_parallel_s')
+            more_work(c, check.EX3, more, t.get(more), less, t.get(less), why)
+    results = c.results(check.DP, 'devices', 'step_time_s', 'step_floor_s', 'model_parallel_s')
     if all_gpus(results.get('devices')):
         why = 'cùng bước huấn luyện, mạng rộng so với mạng một nơ-ron'
         for k, t in results['step_time_s'].items():
             floor = results['step_floor_s'].get(k)
-            more_work(c, DP, f'step_time_s.{k}', t, f'step_floor_s.{k}', floor, why)
+            more_work(c, check.DP, f'step_time_s.{k}', t, f'step_floor_s.{k}', floor, why)
         why = 'lượt xuôi thật so với hàm gần như không tính gì'
         for k, (forward, floor) in results['model_parallel_s'].items():
             key = f'model_parallel_s.{k}'
-            more_work(c, DP, f'{key}[0]', forward, f'{key}[1]', floor, why)
+            more_work(c, check.DP, f'{key}[0]', forward, f'{key}[1]', floor, why)
 
 
 def split_gpu(c: Checker) -> None:
-    results = c.results(EX4, 'speedup', 'devices', 'split')
+    results = c.results(check.EX4, 'speedup', 'devices', 'split')
     if not (number(results.get('speedup')) and all_gpus(results['devices'])):
         return  # a bad number: the finite check; no GPU: the GPU presence check
     speedup, devices = results['speedup'], results['devices']
     if results['split']:
         lo, hi = SPLIT_RANGE
         c.add(
-            EX4,
-            SPEEDUP,
+            check.EX4,
+            check.SPEEDUP,
             lo <= speedup <= hi,
             f'{speedup:.2f}x trên hai thiết bị logic của MỘT GPU (cần {lo}-{hi}x: chung '
             'một GPU thì không thể nhanh hơn)',
@@ -192,15 +177,15 @@ def split_gpu(c: Checker) -> None:
     if same:
         why = f'cùng loại {names.pop()}: cần ≥ {SEPARATE_MIN}x, chậm hơn là hai GPU cản nhau'
     c.add(
-        EX4,
-        SPEEDUP,
-        (speedup >= SEPARATE_MIN or not same) and speedup <= len(devices) * PEAK_MARGIN,
+        check.EX4,
+        check.SPEEDUP,
+        (speedup >= SEPARATE_MIN or not same) and speedup <= len(devices) * check.PEAK_MARGIN,
         f'{speedup:.2f}x trên {len(devices)} GPU riêng (không thể vượt {len(devices)}x; {why})',
     )
 
 
 def crossover_rule(c: Checker) -> None:
-    results = c.results(EX1, 'crossover_n', 'median_s')
+    results = c.results(check.EX1, 'crossover_n', 'median_s')
     if results.get('crossover_n') is None:
         return  # no GPU, or no crossover at the sizes measured
     n, first = results['crossover_n'], crossover(results['median_s'])
@@ -210,7 +195,7 @@ def crossover_rule(c: Checker) -> None:
     detail += f'{TIE_BAND}x ở mọi n đã đo từ n = {first}' if first else 'không thắng ở n nào'
     if not measured:
         detail = f'crossover_n = {n} không phải một n đã đo trên cả hai'
-    c.add(EX1, CROSSOVER, ok, detail)
+    c.add(check.EX1, check.CROSSOVER, ok, detail)
 
 
 RULES = (dispatch_ex1, dispatch_choose, timing_order, split_gpu, crossover_rule)

@@ -1,31 +1,27 @@
 """Write the page of a stored run, ``docs/runs/<id>.md``, with its plots, from the run's data.
 
-    PYTHONPATH=tools python -m gpucheck.page [ID ...]          # write (default: every run)
-    PYTHONPATH=tools python -m gpucheck.page [ID ...] --check  # exit 1 if a page is stale
+    PYTHONPATH=tools python -m gpucheck.page [ID ...]          # default: every stored run
 
 Every figure on a page comes from ``d2lhelpers/runs/<id>.json`` (the run, its notes, the figures
 marked as artefacts with their reasons); values are printed by ``d2lhelpers.reference``'s own
 formatter, the one the notebooks use; the plots (``docs/runs/<id>/*.png``) are drawn from the
 same data; the data-sheet row comes from ``d2lhelpers.datasheets``. The only other text is the
-fixed explanation below, in one of two forms: a GPU run's, or a CPU run's (a run whose machine has
-no GPU: no GPU wording, no driver, CUDA or ``pytest -m gpu`` rows). A missing value is printed as
-"không có", never as Python's ``None`` (also where a stored headline or note carries one). Two
-stored texts get a note of the page: the run note "TF32 bật/tắt khi `env_report()` chạy" (it
-describes TensorFlow's default, that is the notebooks that leave TF32 alone), and a headline's
-target ("mục tiêu ...") in a run of an older version (a target today's notebooks no longer have).
-``--check`` compares the text; the plots are drawn when writing.
+fixed text in ``page.md``, in one of two forms: a GPU run's, or a CPU run's (a run whose machine
+has no GPU: no GPU wording, no driver, CUDA or ``pytest -m gpu`` rows). A missing value is
+printed as "không có", never as Python's ``None`` (also where a stored headline or note carries
+one). tests/tools/test_record_page.py checks that the committed pages are the rendered ones.
 """
 
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
+from nbrun.atomic import atomic_write
 from nbrun.report import table_cell
 
 import d2lhelpers
@@ -276,30 +272,12 @@ def render(run: dict[str, Any], plots_to: Path | None = None) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog='python -m gpucheck.page', description=__doc__)
     parser.add_argument('runs', nargs='*', help='id của các lần chạy (mặc định: mọi lần chạy)')
-    parser.add_argument('--check', action='store_true', help='chỉ so sánh, không ghi')
-    args = parser.parse_args(argv)
-    stale = 0
-    for run_id in args.runs or reference_runs():
+    for run_id in parser.parse_args(argv).runs or reference_runs():
         path = page_path(run_id)
-        shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-        if not args.check:
-            text = render(load_run(run_id), plots_to=DOCS / run_id)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding='utf-8')
-            print(f'gpucheck.page: đã ghi {shown}')
-            continue
-        text = render(load_run(run_id))
-        old = path.read_text(encoding='utf-8') if path.is_file() else ''
-        if old == text:
-            print(f'gpucheck.page: {shown} đúng với lần chạy')
-            continue
-        stale += 1
-        diff = difflib.unified_diff(
-            old.splitlines(), text.splitlines(), 'đã commit', 'sinh ra', lineterm='', n=1
-        )
-        print('\n'.join(list(diff)[:40]))
-        print(f'gpucheck.page: {shown} đã cũ: chạy python -m gpucheck.page {run_id}')
-    return 1 if stale else 0
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, render(load_run(run_id), plots_to=DOCS / run_id))
+        print(f'gpucheck.page: đã ghi {path}')
+    return 0
 
 
 if __name__ == '__main__':

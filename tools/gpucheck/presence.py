@@ -18,30 +18,8 @@ hold.
 
 from __future__ import annotations
 
-from .check import (
-    CHOOSE,
-    DP,
-    EQUALITY_KEYS,
-    EX1,
-    EX2,
-    EX3,
-    EX4,
-    FINITE,
-    GPU_TESTS,
-    HAS_GPU,
-    HAS_NOTEBOOK,
-    KEYS,
-    REQUIRED,
-    SAME_JIT,
-    STATUS,
-    USE,
-    WEIGHT_DIFF,
-    Checker,
-    gpu_device,
-    measurements,
-    number,
-    strings,
-)
+from . import check
+from .check import Checker, gpu_device, measurements, number, strings
 
 MAX_WEIGHT_DIFF = 1e-5
 COUNTS = ('passed', 'failed', 'skipped', 'errors')
@@ -49,28 +27,28 @@ COUNTS = ('passed', 'failed', 'skipped', 'errors')
 
 def status(c: Checker) -> None:
     for name, entry in c.run.get('notebooks', {}).items():
-        c.add(name, STATUS, entry.get('status') == 'ok', f'status {entry.get("status")!r}')
+        c.add(name, check.STATUS, entry.get('status') == 'ok', f'status {entry.get("status")!r}')
 
 
 def required_keys(c: Checker) -> None:
-    for name, keys in REQUIRED.items():
+    for name, keys in check.REQUIRED.items():
         if name not in c.run.get('notebooks', {}):
-            c.add(name, HAS_NOTEBOOK, False, 'lần chạy không có notebook này')
+            c.add(name, check.HAS_NOTEBOOK, False, 'lần chạy không có notebook này')
             continue
         results = c.results(name)
         for key in keys:
             if key not in results:
-                c.add(name, KEYS, False, f'không có khóa {key!r} trong kết quả')
+                c.add(name, check.KEYS, False, f'không có khóa {key!r} trong kết quả')
 
 
 def gpu_tests(c: Checker) -> None:
     tests = c.run.get('gpu_tests')
     if tests is None:
-        c.add('-', GPU_TESTS, False, 'gpu_tests = null: pytest -m gpu chưa chạy')
+        c.add('-', check.GPU_TESTS, False, 'gpu_tests = null: pytest -m gpu chưa chạy')
         return
     counts = {k: tests.get(k) if isinstance(tests, dict) else None for k in COUNTS}
     if not all(isinstance(v, int) and v >= 0 for v in counts.values()):
-        c.add('-', GPU_TESTS, False, f'gpu_tests không hợp lệ: {tests!r}')
+        c.add('-', check.GPU_TESTS, False, f'gpu_tests không hợp lệ: {tests!r}')
         return
     problems = []
     if counts['failed'] or counts['errors']:
@@ -80,7 +58,7 @@ def gpu_tests(c: Checker) -> None:
     if counts['passed'] < 1:
         problems.append('không kiểm thử nào đạt')
     text = ', '.join(f'{v} {k}' for k, v in counts.items())
-    c.add('-', GPU_TESTS, not problems, f'pytest -m gpu: {"; ".join([text, *problems])}')
+    c.add('-', check.GPU_TESTS, not problems, f'pytest -m gpu: {"; ".join([text, *problems])}')
 
 
 def gpu_present(c: Checker) -> None:
@@ -89,21 +67,26 @@ def gpu_present(c: Checker) -> None:
     if (c.run.get('software') or {}).get('tensorflow') is None:  # no env_report reached summary
         why = 'không có báo cáo môi trường: đợt chạy dừng trước khi ghi nó'
     detail = f'machine.gpus: {len(names)} GPU ({", ".join(map(str, names))})'
-    c.add('-', HAS_GPU, bool(names), detail if names else f'lần chạy không đo GPU nào ({why})')
-    for name, keys in ((EX1, ('gflops',)), (CHOOSE, ('gflops', 'bandwidth_gbs', 'dtype_gflops'))):
+    c.add(
+        '-', check.HAS_GPU, bool(names), detail if names else f'lần chạy không đo GPU nào ({why})'
+    )
+    for name, keys in (
+        (check.EX1, ('gflops',)),
+        (check.CHOOSE, ('gflops', 'bandwidth_gbs', 'dtype_gflops')),
+    ):
         tables = {k: list(c.results(name).get(k, {})) for k in keys if k in c.results(name)}
         missing = [f'{k} chỉ có {labels}' for k, labels in tables.items() if not gpu_rows(labels)]
         found = sorted({d for labels in tables.values() for d in gpu_rows(labels)})
         what = 'thiếu hàng GPU' if found else 'lần chạy không đo GPU nào'
         detail = f'{what}: {"; ".join(missing)}' if missing else f'có số đo của {", ".join(found)}'
         if tables:
-            c.add(name, HAS_GPU, not missing, detail)
+            c.add(name, check.HAS_GPU, not missing, detail)
     for name, keys, least in (
-        (EX2, ('devices',), 1),
-        (EX3, ('device',), 1),
-        (EX4, ('devices',), 1),
-        (DP, ('devices',), 1),
-        (USE, ('devices', 'placed', 'placements', 'mirrored_copies'), 2),
+        (check.EX2, ('devices',), 1),
+        (check.EX3, ('device',), 1),
+        (check.EX4, ('devices',), 1),
+        (check.DP, ('devices',), 1),
+        (check.USE, ('devices', 'placed', 'placements', 'mirrored_copies'), 2),
     ):
         results = c.results(name)
         where = {k: strings(results[k]) for k in keys if k in results}
@@ -120,7 +103,7 @@ def gpu_present(c: Checker) -> None:
         else:
             detail = f'mọi vị trí là GPU: {", ".join(used)}'
         if where:
-            c.add(name, HAS_GPU, bool(used) and not others and len(used) >= least, detail)
+            c.add(name, check.HAS_GPU, bool(used) and not others and len(used) >= least, detail)
 
 
 def gpu_rows(labels: list[str]) -> list[str]:
@@ -138,28 +121,28 @@ def finite(c: Checker) -> None:
         shown = ', '.join(bad[:5]) + (' ...' if len(bad) > 5 else '')
         ok = f'{len(values)} số đo thời gian và tốc độ đều hữu hạn, > 0'
         if values:
-            c.add(name, FINITE, not bad, f'không hữu hạn hoặc ≤ 0: {shown}' if bad else ok)
+            c.add(name, check.FINITE, not bad, f'không hữu hạn hoặc ≤ 0: {shown}' if bad else ok)
 
 
 def equalities(c: Checker) -> None:
     for name in c.run.get('notebooks', {}):
         results = c.results(name)
-        for key in EQUALITY_KEYS:
+        for key in check.EQUALITY_KEYS:
             if key in results:
                 c.add(name, key, results[key] is True, f'{key} = {results[key]!r}')
         diffs = results.get('max_abs_weight_diff', {})
         for label, value in diffs.items() if isinstance(diffs, dict) else [('', diffs)]:
             ok = number(value) and value < MAX_WEIGHT_DIFF
             need = f'cần < {MAX_WEIGHT_DIFF:g}'
-            c.add(name, WEIGHT_DIFF, ok, f'{label or "trọng số"}: {value!r} ({need})')
+            c.add(name, check.WEIGHT_DIFF, ok, f'{label or "trọng số"}: {value!r} ({need})')
 
 
 def jit_compile(c: Checker) -> None:
-    jit = c.results(DP, 'jit_compile').get('jit_compile')
+    jit = c.results(check.DP, 'jit_compile').get('jit_compile')
     if jit is not None:
         single, mirrored = jit['single'], jit['mirrored']
         detail = f'jit_compile một thiết bị {single!r}, MirroredStrategy {mirrored!r}'
-        c.add(DP, SAME_JIT, single == mirrored, detail)
+        c.add(check.DP, check.SAME_JIT, single == mirrored, detail)
 
 
 RULES = (status, required_keys, gpu_tests, gpu_present, finite, equalities, jit_compile)

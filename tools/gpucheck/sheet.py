@@ -25,25 +25,8 @@ from collections.abc import Iterator
 
 from d2lhelpers.timing import format_seconds
 
-from .check import (
-    BANDWIDTH,
-    CHOOSE,
-    DP,
-    EX1,
-    EX3,
-    EX4,
-    FP32_LOW,
-    FP32_PEAK,
-    KERNEL_N,
-    PEAK_MARGIN,
-    TF32_GAIN,
-    Checker,
-    all_gpus,
-    gpu_device,
-    number,
-    sizes,
-    tflops,
-)
+from . import check
+from .check import Checker, all_gpus, gpu_device, number, sizes, tflops
 
 FP32_FLOOR = 0.20
 TF32_SHARE, TF32_FLAT, TF32_FLAT_MIN = 0.25, 1.1, 0.9
@@ -53,76 +36,86 @@ DTYPE_N = 8192  # choose-a-gpu's dtype_size 'auto' on a GPU
 
 def float32_rows(c: Checker) -> Iterator[tuple[str, str, list[tuple[int, float]]]]:
     """(notebook, label, [(n, GFLOP/s)]) of every GPU figure claimed to be float32."""
-    for name in (EX1, CHOOSE):
+    for name in (check.EX1, check.CHOOSE):
         gflops = c.results(name, 'gflops').get('gflops', {})
         for dev in filter(gpu_device, gflops):
             yield name, f'gflops[{dev!r}]', sizes(gflops[dev])
-    entry = c.run.get('notebooks', {}).get(CHOOSE) or {}
+    entry = c.run.get('notebooks', {}).get(check.CHOOSE) or {}
     n = (entry.get('parameters') or {}).get('dtype_size', 'auto')
-    dtypes = c.results(CHOOSE, 'dtype_gflops').get('dtype_gflops', {})
+    dtypes = c.results(check.CHOOSE, 'dtype_gflops').get('dtype_gflops', {})
     for dev in filter(gpu_device, dtypes):
         value = dtypes[dev].get('float32')
         label = f'dtype_gflops[{dev!r}].float32'
-        yield CHOOSE, label, [(DTYPE_N if n == 'auto' else n, value)] if number(value) else []
+        yield (
+            check.CHOOSE,
+            label,
+            [(DTYPE_N if n == 'auto' else n, value)] if number(value) else [],
+        )
 
 
 def timed_work(c: Checker) -> Iterator[tuple[str, str, float, float, list[str]]]:
     """(notebook, what, FLOP, seconds, GPUs doing it) of exercise 4 and data-parallel."""
-    results = c.results(EX4, 'n', 'devices', 'median_s', 'split')
+    results = c.results(check.EX4, 'n', 'devices', 'median_s', 'split')
     if all_gpus(results.get('devices')):
         n, devices, times = results['n'], results['devices'], results['median_s']
         apart = devices[:1] if results['split'] else devices[:2]
         for key, on in (('sequential', devices[:1]), ('concurrent', apart)):
             if number(times.get(key)):
-                yield EX4, f'median_s.{key} (2 phép nhân n = {n})', 4 * n**3, times[key], on
-    results = c.results(DP, 'devices', 'step_flops', 'step_time_s', 'split')
+                yield check.EX4, f'median_s.{key} (2 phép nhân n = {n})', 4 * n**3, times[key], on
+    results = c.results(check.DP, 'devices', 'step_flops', 'step_time_s', 'split')
     if all_gpus(results.get('devices')) and number(results['step_flops']):
         for k, t in results['step_time_s'].items():
             on = results['devices'][: 1 if results['split'] else int(k)]
             if number(t):
-                yield DP, f'step_time_s.{k} ({k} replica)', results['step_flops'], t, on
+                yield check.DP, f'step_time_s.{k} ({k} replica)', results['step_flops'], t, on
 
 
 def fp32_peak(c: Checker) -> None:
-    for name in (EX1, EX3, EX4, CHOOSE, DP):
+    for name in (check.EX1, check.EX3, check.EX4, check.CHOOSE, check.DP):
         if c.results(name).get('tf32') is True:
-            c.add(name, FP32_PEAK, False, 'tf32 = true trong khi kết quả ghi là float32')
+            c.add(name, check.FP32_PEAK, False, 'tf32 = true trong khi kết quả ghi là float32')
     for name, label, points in float32_rows(c):
-        spec = c.spec(name, FP32_PEAK, label)
+        spec = c.spec(name, check.FP32_PEAK, label)
         if spec is not None and points:
-            limit = spec.fp32_tflops * 1e3 * PEAK_MARGIN
+            limit = spec.fp32_tflops * 1e3 * check.PEAK_MARGIN
             n, top = max(points, key=lambda p: p[1])
-            sheet = f'{spec.fp32_tflops:g} TFLOP/s x{PEAK_MARGIN}, FP32 {spec.name}, data sheet'
+            sheet = (
+                f'{spec.fp32_tflops:g} TFLOP/s x{check.PEAK_MARGIN}, FP32 {spec.name}, data sheet'
+            )
             why = ': TF32 ghi là float32, hoặc đồng hồ dừng trước khi GPU xong'
             detail = f'{label}: cao nhất n = {n}: {tflops(top)} (cần ≤ {sheet})'
-            c.add(name, FP32_PEAK, top <= limit, detail + ('' if top <= limit else why))
+            c.add(name, check.FP32_PEAK, top <= limit, detail + ('' if top <= limit else why))
     for name, what, flop, seconds, on in timed_work(c):
-        specs = [c.spec(name, FP32_PEAK, d) for d in on]
+        specs = [c.spec(name, check.FP32_PEAK, d) for d in on]
         if None not in specs:
             peak, rate = sum(s.fp32_tflops for s in specs) * 1e3, flop / seconds / 1e9
             models = ' + '.join(s.name for s in specs)
             c.add(
                 name,
-                FP32_PEAK,
-                rate <= peak * PEAK_MARGIN,
+                check.FP32_PEAK,
+                rate <= peak * check.PEAK_MARGIN,
                 f'{what}: {flop / 1e9:.0f} GFLOP trong {format_seconds(seconds)} = {tflops(rate)}'
-                f' (cần ≤ {peak / 1e3:g} TFLOP/s x{PEAK_MARGIN}, FP32 {models}, data sheet)',
+                f' (cần ≤ {peak / 1e3:g} TFLOP/s x{check.PEAK_MARGIN}, FP32 {models}, data sheet)',
             )
 
 
 def fp32_floor(c: Checker) -> None:
     for name, label, points in float32_rows(c):
-        spec = c.spec(name, FP32_LOW, label) if points else None
+        spec = c.spec(name, check.FP32_LOW, label) if points else None
         if spec is None:
             continue
         n, gflops = points[-1]
-        if n < KERNEL_N:
-            c.skip(name, FP32_LOW, f'{label}: n lớn nhất {n} < {KERNEL_N}: chưa so được với đỉnh')
+        if n < check.KERNEL_N:
+            c.skip(
+                name,
+                check.FP32_LOW,
+                f'{label}: n lớn nhất {n} < {check.KERNEL_N}: chưa so được với đỉnh',
+            )
             continue
         frac = gflops / (spec.fp32_tflops * 1e3)
         c.add(
             name,
-            FP32_LOW,
+            check.FP32_LOW,
             frac >= FP32_FLOOR,
             f'{label}: n = {n}: {tflops(gflops)} = {frac:.0%} của {spec.fp32_tflops:g} TFLOP/s '
             f'(FP32 {spec.name}, data sheet; cần ≥ {FP32_FLOOR:.0%}: thấp hơn là GPU chạy ở xung '
@@ -131,9 +124,9 @@ def fp32_floor(c: Checker) -> None:
 
 
 def tf32_gain(c: Checker) -> None:
-    dtypes = c.results(CHOOSE, 'dtype_gflops').get('dtype_gflops', {})
+    dtypes = c.results(check.CHOOSE, 'dtype_gflops').get('dtype_gflops', {})
     for dev in filter(gpu_device, dtypes):
-        spec = c.spec(CHOOSE, TF32_GAIN, dev)
+        spec = c.spec(check.CHOOSE, check.TF32_GAIN, dev)
         if spec is None or not spec.tf32_tflops:  # no TF32 on this GPU (T4, V100): not judged
             continue
         tf32, fp32 = dtypes[dev].get('tf32'), dtypes[dev].get('float32')
@@ -141,25 +134,30 @@ def tf32_gain(c: Checker) -> None:
         if not (number(tf32) and number(fp32)):  # a bad number is the finite check's
             missing = 'tf32' if tf32 is None else 'float32' if fp32 is None else None
             if missing:
-                c.add(CHOOSE, TF32_GAIN, False, f'{dev}: không có số đo {missing}; {sheet}')
+                c.add(
+                    check.CHOOSE,
+                    check.TF32_GAIN,
+                    False,
+                    f'{dev}: không có số đo {missing}; {sheet}',
+                )
             continue
         ratio = spec.tf32_tflops / spec.fp32_tflops
         need = 1 + TF32_SHARE * (ratio - 1) if ratio > TF32_FLAT else TF32_FLAT_MIN
         gain = tf32 / fp32
         detail = f'{dev}: tf32 / float32 = {gain:.2f}x; {sheet} (data sheet), cần ≥ {need:.2f}x'
-        c.add(CHOOSE, TF32_GAIN, gain >= need, detail)
+        c.add(check.CHOOSE, check.TF32_GAIN, gain >= need, detail)
 
 
 def bandwidth(c: Checker) -> None:
-    table = c.results(CHOOSE, 'bandwidth_gbs').get('bandwidth_gbs', {})
+    table = c.results(check.CHOOSE, 'bandwidth_gbs').get('bandwidth_gbs', {})
     lo, hi = BANDWIDTH_RANGE
     for dev in filter(gpu_device, table):
-        spec = c.spec(CHOOSE, BANDWIDTH, dev)
+        spec = c.spec(check.CHOOSE, check.BANDWIDTH, dev)
         if spec is not None and number(table[dev]):
             frac = table[dev] / spec.bandwidth_gbs
             c.add(
-                CHOOSE,
-                BANDWIDTH,
+                check.CHOOSE,
+                check.BANDWIDTH,
                 lo <= frac <= hi,
                 f'{dev}: {table[dev]:.1f} GB/s = {frac:.0%} của {spec.bandwidth_gbs:g} GB/s '
                 f'({spec.name}, data sheet; cần {lo:.0%}-{hi:.0%})',
