@@ -286,7 +286,7 @@ def build_run(gpu: GPU | None = H100, second: GPU | None = None) -> dict:
     }
     summary['machine']['cores'] = cpu.cores
     smi = [
-        {'driver': '580.95.05', 'name': g.name, 'memory': f'{g.memory_total_mb:.0f} MiB'}
+        {'driver_version': '580.95.05', 'name': g.name, 'memory.total': f'{g.memory_total_mb:.0f}'}
         for g in gpus
     ]
     tests = {'passed': 2, 'failed': 0, 'skipped': 0, 'errors': 0} if gpus else None

@@ -76,7 +76,7 @@ def test_record_writes_a_file_refuses_to_overwrite_and_reads_the_gpu_tests(tmp_p
     build.mkdir()
     (build / 'summary.json').write_text(json.dumps(demo_summary()), encoding='utf-8')
     out = tmp_path / 'runs'
-    smi = [{'driver': '580.1', 'name': 'NVIDIA H100 80GB HBM3', 'memory': '81559 MiB'}]
+    smi = [{'driver_version': '580.1', 'name': 'NVIDIA H100 80GB HBM3', 'memory.total': '81559'}]
     path = record.record(build, 'h100-2027-01-15', out=out, smi=smi)
     run = json.loads(path.read_text('utf-8'))
     assert run['date'] == '2027-01-15' and run['commit'] == 'abc1234'
@@ -345,9 +345,12 @@ def test_one_nvidia_smi_query_feeds_env_report_and_the_recorder(tmp_path, monkey
             'driver_version': '580.65.06',
         }
     ]
-    assert record.nvidia_smi() == [
-        {'driver': '580.65.06', 'name': 'NVIDIA H100 80GB HBM3', 'memory': '81559 MiB'}
-    ]
+    machine = record.build_run({}, 'x-2027-01-01', smi=smi_rows())['machine']  # no env report
+    assert (machine['gpu'], machine['gpu_memory'], machine['driver']) == (
+        'NVIDIA H100 80GB HBM3',
+        '81559 MiB',
+        '580.65.06',
+    )
 
 
 def test_a_run_cut_before_the_environment_report_does_not_blame_tensorflow():

@@ -1,22 +1,11 @@
-"""Figures against each other: GPU matmuls clear of the dispatch floor and growing with the
-work, more work not faster than less, exercise 4's speedup possible on its devices, exercise 1's
-crossover agreeing with its medians.
+"""Figures against each other.
 
-* ``không ở mức sàn`` (ex1) / ``trần không ở mức sàn`` (choose-a-gpu): when a GPU row reaches
-  n >= ``KERNEL_N``, its largest-n time is >= ``NEAR_FLOOR`` x the dispatch floor ``floor_s``,
-  its time grows >= ``NEAR_FLOOR`` x when the work grows >= 8x between the two largest sizes
-  (and >= 100x overall), and choose-a-gpu names a ceiling. A row ending below ``KERNEL_N`` is
-  unchecked.
-* ``thứ tự thời gian``: more work on the same GPU is not faster than less, within 0.8x:
-  exercise 2 via host (two copies over PCIe and a wait) vs on the device vs the one-write floor;
-  exercise 3 (a) copy every step vs (b) copy once, the graph with its log vs without, (b) vs the
-  eager loop without log; data-parallel steps and forward passes vs their floors.
-* ``tăng tốc bài 4``: two logical devices of ONE GPU (``split``): 0.85-1.10x (one chip; only
-  wave tails can overlap); separate GPUs: <= 1.05 x the number of devices, and, when they are
-  the same model, >= 0.8x (each matmul has its own GPU and its inputs are copied before the
-  clock starts: slower than one GPU doing both means the devices interfere).
-* ``điểm giao``: exercise 1's ``crossover_n`` is a measured size at or after ``crossover`` of
-  its medians.
+* ``không ở mức sàn`` (ex1) / ``trần không ở mức sàn`` (choose-a-gpu): a GPU row that reaches
+  n >= ``KERNEL_N`` ends clear of its dispatch floor and grows with the work
+  (``scaling_verdict``), and choose-a-gpu names a ceiling; a shorter row is unchecked.
+* ``thứ tự thời gian``: more work on the same GPU is not faster than less (``MORE_WORK_MIN``).
+* ``tăng tốc bài 4``: possible on the devices it ran on (see ``split_gpu``).
+* ``điểm giao``: exercise 1's ``crossover_n`` agrees with its medians (``crossover``).
 """
 
 from __future__ import annotations
@@ -31,6 +20,9 @@ from .check import Checker, all_gpus, gpu_device, number, sizes, strings
 SCALING_WORK, STEP_WORK = 100, 8
 SPLIT_RANGE = (0.85, 1.10)
 SEPARATE_MIN = 0.8
+# Exercise 2 via host (two copies and a wait) vs on the device vs the one-write floor; exercise 3
+# (a) vs (b), the graph with its log vs without, (b) vs the eager loop without log; data-parallel
+# steps and forward passes vs their floors: the first of each pair does more on the same GPU.
 MORE_WORK_MIN = 0.8
 
 
@@ -116,12 +108,9 @@ def dispatch_choose(c: Checker) -> None:
 def more_work(c: Checker, name: str, more: str, t_more: Any, less: str, t_less: Any, why: str):
     if number(t_more) and number(t_less):
         x = t_more / t_less
+        ratio = f'{format_seconds(t_more)} = {x:.2f}x {less} {format_seconds(t_less)}'
         c.add(
-            name,
-            check.ORDER,
-            x >= MORE_WORK_MIN,
-            f'{more} {format_seconds(t_more)} = {x:.2f}x {less} {format_seconds(t_less)} '
-            f'(cần ≥ {MORE_WORK_MIN}x: {why})',
+            name, check.ORDER, x >= MORE_WORK_MIN, f'{more} {ratio} (cần ≥ {MORE_WORK_MIN}x: {why})'
         )
 
 
@@ -157,31 +146,28 @@ def timing_order(c: Checker) -> None:
 
 
 def split_gpu(c: Checker) -> None:
+    """Two logical devices of ONE GPU (``split``): 0.85-1.10x (one chip: only wave tails can
+    overlap). Separate GPUs: <= 1.05 x their number, and >= 0.8x when they are one model (each
+    matmul has its own GPU and its inputs are copied before the clock starts: slower than one
+    GPU doing both means they interfere)."""
     results = c.results(check.EX4, 'speedup', 'devices', 'split')
     if not (number(results.get('speedup')) and all_gpus(results['devices'])):
         return  # a bad number: the finite check; no GPU: the GPU presence check
     speedup, devices = results['speedup'], results['devices']
     if results['split']:
         lo, hi = SPLIT_RANGE
-        c.add(
-            check.EX4,
-            check.SPEEDUP,
-            lo <= speedup <= hi,
-            f'{speedup:.2f}x trên hai thiết bị logic của MỘT GPU (cần {lo}-{hi}x: chung '
-            'một GPU thì không thể nhanh hơn)',
-        )
+        why = f'cần {lo}-{hi}x: chung một GPU thì không thể nhanh hơn'
+        detail = f'{speedup:.2f}x trên hai thiết bị logic của MỘT GPU ({why})'
+        c.add(check.EX4, check.SPEEDUP, lo <= speedup <= hi, detail)
         return
     names = {c.gpu_name(d) for d in devices}
     same = len(names) == 1 and None not in names
     why = 'khác loại: không có cận dưới'
     if same:
         why = f'cùng loại {names.pop()}: cần ≥ {SEPARATE_MIN}x, chậm hơn là hai GPU cản nhau'
-    c.add(
-        check.EX4,
-        check.SPEEDUP,
-        (speedup >= SEPARATE_MIN or not same) and speedup <= len(devices) * check.PEAK_MARGIN,
-        f'{speedup:.2f}x trên {len(devices)} GPU riêng (không thể vượt {len(devices)}x; {why})',
-    )
+    ok = (speedup >= SEPARATE_MIN or not same) and speedup <= len(devices) * check.PEAK_MARGIN
+    detail = f'{speedup:.2f}x trên {len(devices)} GPU riêng (không thể vượt {len(devices)}x; {why})'
+    c.add(check.EX4, check.SPEEDUP, ok, detail)
 
 
 def crossover_rule(c: Checker) -> None:

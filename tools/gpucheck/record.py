@@ -5,24 +5,9 @@
 
 Reads ``BUILD_DIR/summary.json`` (written by ``python -m nbrun``), ``BUILD_DIR/gpu-tests.json``
 when ``python -m gpucheck`` wrote one, and, when ``nvidia-smi`` is there, the driver, name and
-memory of the GPUs. The run it writes (schema ``SCHEMA``, read by ``d2lhelpers.reference``):
-
-- ``schema``, ``id`` (``<machine>-<date>``), ``date``, ``commit`` (of the notebooks, or null),
-  ``collection_version`` (``d2lhelpers.__version__`` of the notebooks that ran), ``command``;
-- ``machine``: ``gpu`` (the first GPU's name, or null), ``gpu_count`` (physical GPUs),
-  ``compute_capability``, ``gpu_memory``, ``driver``, ``cuda_libraries``, ``cpu_cores``,
-  ``platform``, ``python``, and ``gpus``: one item per logical GPU that ``env_report()`` listed
-  (``device``, ``name``, ``compute_capability``, ``physical``, ``memory_total_mb``,
-  ``memory_limit_mb``);
-- ``software``: ``tensorflow``, ``tf_cuda``, ``cudnn``, ``keras``, ``numpy``;
-- ``gpu_tests``: ``pytest -m gpu``'s counts (``passed``, ``failed``, ``skipped``, ``errors``) or
-  null when they did not run; ``notes``: sentences about the run;
-- ``notebooks``: per notebook (``exercises/01-cpu-vs-gpu-matmul``) ``status``, ``seconds``,
-  ``parameters``, ``headline``, ``results`` (what its ``save_results`` cell saved) and
-  ``artefacts`` (empty here: a maintainer marks the figures later shown to be wrong, dotted key:
-  reason).
-
-An existing run is kept unless ``--force``; the file is written to a temporary name and renamed.
+memory of the GPUs. The run's shape (schema ``SCHEMA``, read by ``d2lhelpers.reference``) is
+described field by field in docs/gpu-check.md ("Dạng của một lần chạy"). An existing run is kept
+unless ``--force``; the file is written to a temporary name and renamed.
 """
 
 from __future__ import annotations
@@ -69,14 +54,6 @@ class RecordError(Exception):
     """A run that cannot be recorded (the message is for the user, in Vietnamese)."""
 
 
-def nvidia_smi() -> list[dict[str, str]]:
-    """One dict (driver, name, memory) per GPU that ``nvidia-smi`` lists; [] without it."""
-    return [
-        {'driver': r['driver_version'], 'name': r['name'], 'memory': f'{r["memory.total"]} MiB'}
-        for r in smi_rows()
-    ]
-
-
 def build_run(
     summary: dict[str, Any],
     run_id: str,
@@ -88,7 +65,8 @@ def build_run(
     version: str | None = None,
     gpu_tests: dict[str, int] | None = None,
 ) -> dict[str, Any]:
-    """The reference-run dict of a batch ``summary`` (the content of summary.json)."""
+    """The reference-run dict of a batch ``summary`` (the content of summary.json); ``smi``:
+    ``d2lhelpers.devices.smi_rows()``, what nvidia-smi says of the GPUs."""
     smi = smi or []
     env = summary.get('environment') or {}
     machine = summary.get('machine') or {}
@@ -125,6 +103,7 @@ def build_run(
             f'{len(physical)} GPU vật lý, {len(logical)} thiết bị logic trong báo cáo môi trường.'
         )
     memory = first.get('memory_total_mb')
+    memory = f'{memory:.0f} MiB' if memory else (f'{smi[0]["memory.total"]} MiB' if smi else None)
     return {
         'schema': SCHEMA,
         'id': run_id,
@@ -136,8 +115,8 @@ def build_run(
             'gpu': first.get('name') or (smi[0]['name'] if smi else None),
             'gpu_count': len(physical) or len(smi),
             'compute_capability': first.get('compute_capability'),
-            'gpu_memory': f'{memory:.0f} MiB' if memory else (smi[0]['memory'] if smi else None),
-            'driver': driver or (smi[0]['driver'] if smi else None),
+            'gpu_memory': memory,
+            'driver': driver or (smi[0]['driver_version'] if smi else None),
             'cuda_libraries': cuda_libraries,
             'cpu_cores': machine.get('cores'),
             'platform': machine.get('platform'),
@@ -210,7 +189,7 @@ def record(
     run = build_run(
         data,
         run_id,
-        smi=nvidia_smi() if smi is None else smi,
+        smi=smi_rows() if smi is None else smi,
         driver=driver,
         cuda_libraries=cuda_libraries,
         gpu_tests=gpu_tests,

@@ -1,22 +1,12 @@
-"""Figures against the data sheet of the GPU that made them (``d2lhelpers.datasheets``): float32
-not above the FP32 peak nor far below it, TF32 faster where the sheet says so, bandwidth
-within 50-100%.
+"""Figures against the data sheet of the GPU that made them (``d2lhelpers.datasheets``).
 
-* ``float32 ≤ đỉnh FP32``: every float32 GFLOP/s of a GPU (all sizes) <= 1.05 x the FP32 row:
-  above it the matmul ran on TF32, or the clock stopped before the GPU finished (an
-  unsynchronised 8192 matmul reads as ~30 PFLOP/s). The same bound on the work of exercise 4
-  (2 matmuls, 4n^3 FLOP) and of a data-parallel step (``step_flops``) over their times. A
-  ``tf32: true`` where float32 is claimed fails too.
-* ``float32 ≥ 20% đỉnh FP32``: at the largest n of a float32 row, when n >= 2048, the GFLOP/s
-  is at least 20% of the FP32 row. Healthy runs measure ~51% (H200, n = 8192, TF32 off) to
-  ~55% (T4); 20% leaves a 2.5x margin for hosts and cuBLAS versions and still rejects a GPU held
-  at low clocks (idle clocks are ~10-20% of boost) or a figure 10x off. Smaller n: unchecked.
-* ``TF32 nhanh hơn float32``: with R = TF32 / FP32 of the GPU's row: R > 1.1 (data-centre parts,
-  2x for L4 to 8x for A100) needs a measured gain >= 1 + 0.25 (R - 1) (L4 1.25x, H100 2.6x, A100
-  2.75x): a gain near 1 means both rows timed the same mode. R <= 1.1 (GeForce: dense TF32 =
-  FP32) needs only >= 0.9x. A row without TF32 (T4, V100): not judged.
-* ``băng thông so với data sheet``: 50-100% of the row. Above 100% is impossible (1 GiB arrays
-  are far larger than any L2); HBM reaches 80-90%, GDDR6 with ECC 70-80%.
+* ``float32 ≤ đỉnh FP32``: no float32 GFLOP/s of a GPU (any n), nor the work of exercise 4 (4n^3
+  FLOP) or of a data-parallel step (``step_flops``) over its time, above 1.05 x the FP32 row:
+  above it TF32 ran, or the clock stopped before the GPU finished (an unsynchronised n = 8192
+  matmul reads as ~30 PFLOP/s). A ``tf32: true`` where float32 is claimed fails too.
+* ``float32 ≥ 20% đỉnh FP32``: the largest-n float32 GFLOP/s, when n >= ``KERNEL_N``.
+* ``TF32 nhanh hơn float32``: a gain of at least a quarter of the row's (see ``TF32_SHARE``).
+* ``băng thông so với data sheet``: 50-100% of the row.
 """
 
 from __future__ import annotations
@@ -28,8 +18,15 @@ from d2lhelpers.timing import format_seconds
 from . import check
 from .check import Checker, all_gpus, gpu_device, number, sizes, tflops
 
+# Healthy runs measure ~51% (H200, n = 8192, TF32 off) to ~55% (T4) of FP32; idle clocks are
+# ~10-20% of boost: 20% leaves a 2.5x margin and still rejects those, or a figure 10x off.
 FP32_FLOOR = 0.20
+# R = TF32 / FP32 of the row. R > 1.1 (2x for L4 to 8x for A100) needs >= 1 + 0.25 (R - 1): L4
+# 1.25x, H100 2.6x, A100 2.75x (a gain near 1: both rows timed one mode). R <= 1.1 (GeForce, where
+# dense TF32 = FP32) needs >= 0.9x. A GPU without TF32 (T4, V100) is not judged.
 TF32_SHARE, TF32_FLAT, TF32_FLAT_MIN = 0.25, 1.1, 0.9
+# Above 100% is impossible (the 1 GiB arrays dwarf any L2); HBM reaches 80-90%, GDDR6 with ECC
+# 70-80%.
 BANDWIDTH_RANGE = (0.5, 1.0)
 DTYPE_N = 8192  # choose-a-gpu's dtype_size 'auto' on a GPU
 
@@ -90,12 +87,10 @@ def fp32_peak(c: Checker) -> None:
         if None not in specs:
             peak, rate = sum(s.fp32_tflops for s in specs) * 1e3, flop / seconds / 1e9
             models = ' + '.join(s.name for s in specs)
+            took = f'{flop / 1e9:.0f} GFLOP trong {format_seconds(seconds)} = {tflops(rate)}'
+            need = f'cần ≤ {peak / 1e3:g} TFLOP/s x{check.PEAK_MARGIN}, FP32 {models}, data sheet'
             c.add(
-                name,
-                check.FP32_PEAK,
-                rate <= peak * check.PEAK_MARGIN,
-                f'{what}: {flop / 1e9:.0f} GFLOP trong {format_seconds(seconds)} = {tflops(rate)}'
-                f' (cần ≤ {peak / 1e3:g} TFLOP/s x{check.PEAK_MARGIN}, FP32 {models}, data sheet)',
+                name, check.FP32_PEAK, rate <= peak * check.PEAK_MARGIN, f'{what}: {took} ({need})'
             )
 
 
@@ -113,14 +108,10 @@ def fp32_floor(c: Checker) -> None:
             )
             continue
         frac = gflops / (spec.fp32_tflops * 1e3)
-        c.add(
-            name,
-            check.FP32_LOW,
-            frac >= FP32_FLOOR,
-            f'{label}: n = {n}: {tflops(gflops)} = {frac:.0%} của {spec.fp32_tflops:g} TFLOP/s '
-            f'(FP32 {spec.name}, data sheet; cần ≥ {FP32_FLOOR:.0%}: thấp hơn là GPU chạy ở xung '
-            'nhịp thấp hoặc phép đo sai)',
-        )
+        need = f'cần ≥ {FP32_FLOOR:.0%}: thấp hơn là GPU chạy ở xung nhịp thấp hoặc phép đo sai'
+        sheet = f'{spec.fp32_tflops:g} TFLOP/s (FP32 {spec.name}, data sheet; {need})'
+        detail = f'{label}: n = {n}: {tflops(gflops)} = {frac:.0%} của {sheet}'
+        c.add(name, check.FP32_LOW, frac >= FP32_FLOOR, detail)
 
 
 def tf32_gain(c: Checker) -> None:
@@ -134,12 +125,8 @@ def tf32_gain(c: Checker) -> None:
         if not (number(tf32) and number(fp32)):  # a bad number is the finite check's
             missing = 'tf32' if tf32 is None else 'float32' if fp32 is None else None
             if missing:
-                c.add(
-                    check.CHOOSE,
-                    check.TF32_GAIN,
-                    False,
-                    f'{dev}: không có số đo {missing}; {sheet}',
-                )
+                detail = f'{dev}: không có số đo {missing}; {sheet}'
+                c.add(check.CHOOSE, check.TF32_GAIN, False, detail)
             continue
         ratio = spec.tf32_tflops / spec.fp32_tflops
         need = 1 + TF32_SHARE * (ratio - 1) if ratio > TF32_FLAT else TF32_FLAT_MIN
@@ -155,13 +142,9 @@ def bandwidth(c: Checker) -> None:
         spec = c.spec(check.CHOOSE, check.BANDWIDTH, dev)
         if spec is not None and number(table[dev]):
             frac = table[dev] / spec.bandwidth_gbs
-            c.add(
-                check.CHOOSE,
-                check.BANDWIDTH,
-                lo <= frac <= hi,
-                f'{dev}: {table[dev]:.1f} GB/s = {frac:.0%} của {spec.bandwidth_gbs:g} GB/s '
-                f'({spec.name}, data sheet; cần {lo:.0%}-{hi:.0%})',
-            )
+            sheet = f'{spec.bandwidth_gbs:g} GB/s ({spec.name}, data sheet; cần {lo:.0%}-{hi:.0%})'
+            detail = f'{dev}: {table[dev]:.1f} GB/s = {frac:.0%} của {sheet}'
+            c.add(check.CHOOSE, check.BANDWIDTH, lo <= frac <= hi, detail)
 
 
 RULES = (fp32_peak, fp32_floor, tf32_gain, bandwidth)
