@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import fields
 from pathlib import Path
 
+import psutil
 import pytest
 from gpucheck import driver, page, record
 from gpufixtures import T4, build_run
@@ -396,6 +397,21 @@ def test_out_is_emptied_only_when_gpucheck_wrote_it(tmp_path, monkeypatch, capsy
     assert gpu_check.usable_out(tmp_path / 'absent')
     (tmp_path / gpu_check.LOG).write_text('')
     assert gpu_check.usable_out(tmp_path)
+
+
+def test_a_batch_past_its_time_is_stopped_and_leaves_nothing_running(tmp_path, monkeypatch):
+    import gpucheck.__main__ as gpu_check
+    from nbrun import processes
+
+    token = f'gpucheck-test-{os.getpid()}'
+    monkeypatch.setattr(processes, 'new_token', lambda: token)
+    lines = []
+    hang = str(ROOT / 'tests' / 'tools' / 'nb' / 'hang.ipynb')
+    status = gpu_check.run_batch(lines.append, tmp_path, timeout=3, paths=(hang,))
+    assert status == 124 and 'quá 3 s: dừng nó (SIGTERM)' in '\n'.join(lines)
+    assert json.loads((tmp_path / 'summary.json').read_text('utf-8'))['ending'] == 'SIGTERM'
+    ours = [p.info['environ'] or {} for p in psutil.process_iter(['environ'])]
+    assert [e for e in ours if e.get(processes.TOKEN_VAR) == token] == []
 
 
 def test_the_probe_runs_one_op_on_the_gpu():

@@ -1,26 +1,23 @@
 """``make gpu-check``, ``python -m gpucheck``: run the collection on this GPU and check the run.
 
-1. Ask the NVIDIA driver (``gpucheck.driver``) and TensorFlow (in a subprocess, its C++ log on)
-   which GPUs they see. Neither sees one: print one line saying so and exit 0 (skip). The driver
-   shows a GPU that TensorFlow cannot use (a CPU-only build, a missing CUDA library): exit 1
-   with TensorFlow's own reason. Never a skip when a GPU is there.
-2. Every notebook through the batch runner into ``build/gpu-check/`` (emptied first, so no old
-   ``summary.json`` is ever read), each with a timeout (``--timeout``); if the whole batch passes
-   ``BATCH_TIMEOUT`` it is stopped and every process it started is killed.
-3. ``build/gpu-check/run.json`` recorded from what the batch measured (``gpucheck.record``),
-   then the tests marked ``gpu`` (without nbval or other pytest plugins; their counts go to
-   ``gpu-tests.json``) and ``run.json`` recorded again with them.
-4. The run checked (``gpucheck.check``): a table of findings; exit 1 if any failed.
+1. Ask the NVIDIA driver (``gpucheck.driver``) and TensorFlow (in a subprocess, its C++ log on,
+   one op on the GPU) which GPUs they see. Neither: one line, exit 0 (skip). The driver shows a
+   GPU that TensorFlow cannot use: exit 1 with TensorFlow's own reason, never a skip.
+2. Every notebook through the batch runner into ``--out`` (emptied first, only if gpucheck wrote
+   it), each with a timeout; past ``BATCH_TIMEOUT`` the batch is stopped and everything it
+   started is killed.
+3. ``run.json`` recorded (``gpucheck.record``), the tests marked ``gpu`` run (counts in
+   ``gpu-tests.json``), ``run.json`` recorded again with them, and the run checked
+   (``gpucheck.check``): a table of findings; exit 1 if any failed.
 
-``--check-run RUN_JSON`` only checks a run file made elsewhere (Colab, Kaggle).
-
-Everything printed also goes to ``build/gpu-check/gpucheck.log`` as it happens, so a run cut
-short still leaves its log and, once the batch has ended, its ``run.json``.
+``--check-run RUN_JSON`` only checks a run file made elsewhere (Colab, Kaggle). Everything printed
+also goes to ``gpucheck.log`` in ``--out`` as it happens, so a run cut short leaves its log.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -38,6 +35,7 @@ from .driver import driver_gpus
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / 'build' / 'gpu-check'
 LOG = 'gpucheck.log'
+NOTEBOOKS = ('notebooks', 'exercises')
 PROBE_TIMEOUT = 180
 NOTEBOOK_TIMEOUT = 900
 BATCH_TIMEOUT = 3600
@@ -128,20 +126,22 @@ def unusable_reason(version: str | None, cuda_build: bool, said: str) -> str:
     )
 
 
-def run_batch(log: Log, out: Path, timeout: float = BATCH_TIMEOUT) -> int:
-    """The batch runner on every notebook; its output is logged line by line. On ``timeout``
-    it gets SIGTERM (it stops its kernels and writes summary.json), then everything it started
-    is killed. Returns its exit status (124 after a timeout)."""
-    from nbrun.processes import kill_run, new_token
+def run_batch(
+    log: Log, out: Path, timeout: float = BATCH_TIMEOUT, paths: tuple[str, ...] = NOTEBOOKS
+) -> int:
+    """The batch runner on ``paths``, its output logged line by line. Past ``timeout`` it gets
+    SIGTERM (it stops its kernels and writes summary.json); in any ending, whatever of its run
+    is left is killed. Returns its exit status (124 after a timeout)."""
+    from nbrun.processes import TOKEN_VAR, kill_run, new_token
 
-    cmd = [sys.executable, '-m', 'nbrun', 'notebooks', 'exercises', '--out', str(out)]
+    cmd = [sys.executable, '-m', 'nbrun', *paths, '--out', str(out)]
     cmd += ['--timeout', str(NOTEBOOK_TIMEOUT)]
     log(f'gpu-check: chạy notebook: {" ".join(cmd)}')
     token = new_token()
     popen = subprocess.Popen(
         cmd,
         cwd=ROOT,
-        env=_env() | {'D2L_BATCH_TOKEN': token},
+        env=_env() | {TOKEN_VAR: token},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -153,24 +153,19 @@ def run_batch(log: Log, out: Path, timeout: float = BATCH_TIMEOUT) -> int:
 
     pump = threading.Thread(target=copy_output)
     pump.start()
+    status = None
     try:
-        popen.wait(timeout)
+        status = popen.wait(timeout)
     except subprocess.TimeoutExpired:
         log(f'gpu-check: trình chạy hàng loạt quá {timeout:.0f} s: dừng nó (SIGTERM)')
         popen.terminate()
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             popen.wait(STOP_GRACE)
-        except subprocess.TimeoutExpired:
-            pass
-        killed = kill_run(popen, token)
-        log(f'gpu-check: đã giết {len(killed)} tiến trình còn lại của đợt chạy')
-        pump.join()
-        return 124
     finally:
-        if popen.poll() is None:
-            kill_run(popen, token)
-    pump.join()
-    return popen.returncode
+        if killed := kill_run(popen, token):
+            log(f'gpu-check: đã giết {len(killed)} tiến trình còn lại của đợt chạy')
+        pump.join()
+    return 124 if status is None else status
 
 
 def gpu_tests(log: Log, out: Path) -> dict[str, int]:
@@ -218,14 +213,11 @@ def junit_counts(path: Path) -> dict[str, int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog='python -m gpucheck', description=__doc__)
     parser.add_argument('--out', type=Path, default=OUT, help='mặc định build/gpu-check')
-    parser.add_argument(
-        '--check-run', type=Path, metavar='RUN_JSON', help='chỉ kiểm tra một run.json đã có'
-    )
+    parser.add_argument('--check-run', type=Path, metavar='RUN_JSON', help='chỉ kiểm tra run.json')
     args = parser.parse_args(argv)
     if args.check_run is not None:
         findings = check_run(json.loads(args.check_run.read_text(encoding='utf-8')))
-        print(table(findings))
-        print(f'gpu-check: {summary(findings)}')
+        print(f'{table(findings)}\ngpu-check: {summary(findings)}')
         return 1 if failed(findings) else 0
     drivers = driver_gpus()
     version, cuda_build, count, said = tf_probe()
@@ -233,46 +225,42 @@ def main(argv: list[str] | None = None) -> int:
         why = said or f'TensorFlow {version} không thấy GPU nào'
         print(f'gpu-check: bỏ qua — không có GPU (driver NVIDIA không thấy GPU nào; {why})')
         return 0
-    if count == 0:
-        print(f'gpu-check: HỎNG: driver thấy {len(drivers)} GPU ({"; ".join(drivers)}) ', end='')
-        print('nhưng TensorFlow không dùng được GPU nào.')
+    if count == 0 or count < visible_gpus(drivers):
+        uses = 'không dùng được GPU nào' if count == 0 else f'chỉ dùng được {count}'
+        seen = f'driver thấy {len(drivers)} GPU ({"; ".join(drivers)})'
+        print(f'gpu-check: HỎNG: {seen} nhưng TensorFlow {uses}.')
         print(unusable_reason(version, cuda_build, said))
         return 1
-    if count < visible_gpus(drivers):
-        print(f'gpu-check: HỎNG: driver thấy {len(drivers)} GPU ({"; ".join(drivers)}) ', end='')
-        print(f'nhưng TensorFlow chỉ dùng được {count}.')
-        print(unusable_reason(version, cuda_build, said))
-        return 1
-    out = args.out
-    if not usable_out(out):
-        print(f'gpu-check: không xóa {out}: thư mục có tệp mà không phải của gpucheck ({LOG})')
+    if not usable_out(args.out):
+        print(f'gpu-check: không xóa {args.out}: thư mục có tệp mà không phải của gpucheck ({LOG})')
         return 2
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    log = Log(out / LOG)
+    shutil.rmtree(args.out, ignore_errors=True)
+    args.out.mkdir(parents=True)
+    log = Log(args.out / LOG)
     log(f'gpu-check: TensorFlow {version} thấy {count} GPU; driver: {"; ".join(drivers) or "?"}')
+    return check_this_machine(log, args.out)
+
+
+def check_this_machine(log: Log, out: Path) -> int:
+    """Steps 2 and 3 of the module docstring, into ``out``."""
     start = time.monotonic()
     status = run_batch(log, out)
     if not (out / 'summary.json').is_file():
         log(f'gpu-check: HỎNG: trình chạy hàng loạt không ghi summary.json (mã {status})')
         return 1
-    path = record.record(out, 'run', out=out, force=True)
-    log(f'gpu-check: đã ghi {path} (chưa có kiểm thử gpu)')
-    tests = gpu_tests(log, out)
+    log(f'gpu-check: đã ghi {record.record(out, "run", out=out, force=True)} (chưa kiểm thử gpu)')
+    gpu_tests(log, out)  # their counts are judged with the run (kiểm thử gpu)
     path = record.record(out, 'run', out=out, force=True)
     findings = check_run(json.loads(path.read_text(encoding='utf-8')))
     log(table(findings))
-    bad = failed(findings)
-    problems = [f'{len(bad)} kiểm tra hỏng'] if bad else []
+    problems = [f'{len(failed(findings))} kiểm tra hỏng'] if failed(findings) else []
     if status != 0:
         problems.append(f'trình chạy hàng loạt thoát với mã {status}')
-    if tests['failed'] or tests['errors'] or tests['skipped'] or not tests['passed']:
-        problems.append(f'kiểm thử gpu: {tests}')
-    took = f'{time.monotonic() - start:.0f} s'
+    took = f'{time.monotonic() - start:.0f} s ({summary(findings)}'
     if problems:
-        log(f'gpu-check: HỎNG sau {took} ({summary(findings)}): ' + '; '.join(problems))
+        log(f'gpu-check: HỎNG sau {took}): ' + '; '.join(problems))
         return 1
-    log(f'gpu-check: đạt sau {took} ({summary(findings)}; lần chạy ở {path})')
+    log(f'gpu-check: đạt sau {took}; lần chạy ở {path})')
     return 0
 
 
