@@ -180,41 +180,33 @@ def main(argv: list[str] | None = None) -> int:
     }
     load_start = load_average()
     started = time.perf_counter()
-    crash: BaseException | None = None
     with _Signals(batch) as signals:
+        crash: BaseException | None = None
         try:
             batch.run()
-        except BaseException as err:
+        except BaseException as err:  # raised again once the summary says how the batch ended
             crash = err
-            raise
-        finally:
-            ending = batch.stop_reason or (
-                'finished'
-                if crash is None
-                else 'SIGINT'
-                if isinstance(crash, KeyboardInterrupt)
-                else 'runner error'
+        ending = _ending(batch, crash)
+        summary = make_summary(
+            batch.entries(),
+            **run_info,
+            ending=ending,
+            runner_error=_runner_error(crash),
+            wall_seconds=round(time.perf_counter() - started, 2),
+            load_average={'start': load_start, 'end': load_average()},
+            machine=machine(),
+        )
+        summary_path = write_summary(summary, out)
+        if ending != 'finished':
+            counts = ', '.join(f'{n} {s}' for s, n in summary['counts'].items())
+            print(
+                f'stopped ({ending}): {counts}; every notebook process was killed; '
+                f'summary: {_display(summary_path)}',
+                file=sys.stderr,
+                flush=True,
             )
-            summary = make_summary(
-                batch.entries(),
-                **run_info,
-                ending=ending,
-                runner_error=None
-                if crash is None or isinstance(crash, KeyboardInterrupt)
-                else ''.join(traceback.format_exception(crash)),
-                wall_seconds=round(time.perf_counter() - started, 2),
-                load_average={'start': load_start, 'end': load_average()},
-                machine=machine(),
-            )
-            summary_path = write_summary(summary, out)
-            if ending != 'finished':
-                counts = ', '.join(f'{n} {s}' for s, n in summary['counts'].items())
-                print(
-                    f'stopped ({ending}): {counts}; every notebook process was killed; '
-                    f'summary: {_display(summary_path)}',
-                    file=sys.stderr,
-                    flush=True,
-                )
+        if crash is not None:
+            raise crash
         if signals.received is not None:
             return 128 + signals.received
         if not args.no_report:
@@ -233,6 +225,26 @@ def main(argv: list[str] | None = None) -> int:
     for e in bad:
         print(f'  {e.status}: {e.notebook}' + (f': {e.error}' if e.error else ''))
     return 1 if bad else 0
+
+
+def _ending(batch: Batch, crash: BaseException | None) -> str:
+    """How the batch ended, for the summary: what stopped it (a signal, ``runner error``), else
+    ``finished`` if ``batch.run()`` returned, else what it raised (a bare Ctrl-C, or an error
+    before the batch could record it)."""
+    if batch.stop_reason is not None:
+        return batch.stop_reason
+    if crash is None:
+        return 'finished'
+    if isinstance(crash, KeyboardInterrupt):
+        return 'SIGINT'
+    return 'runner error'
+
+
+def _runner_error(crash: BaseException | None) -> str | None:
+    """The traceback of the runner's own failure (None after a normal end or a Ctrl-C)."""
+    if crash is None or isinstance(crash, KeyboardInterrupt):
+        return None
+    return ''.join(traceback.format_exception(crash))
 
 
 def _report(summary: dict[str, Any], out: Path) -> None:
