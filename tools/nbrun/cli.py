@@ -1,8 +1,7 @@
 """Run notebooks in batch with papermill and write a summary and a report.
 
-    python -m nbrun [NOTEBOOK_OR_DIR ...] [-p NAME VALUE ...] [-f params.yaml]
-                               [--out DIR] [--timeout SECONDS] [--inplace]
-                               [--no-report]
+    python -m nbrun [NOTEBOOK_OR_DIR ...] [-p NAME VALUE ...] [--out DIR]
+                    [--timeout SECONDS] [--inplace] [--no-report]
 
 With no paths it runs ``notebooks/`` and ``exercises/``. Each notebook runs in its own process
 (papermill, with the notebook's folder as working directory, as under nbval, and the kernel of
@@ -12,10 +11,8 @@ stop the others. An error in any cell fails its notebook.
 
 ``-p NAME VALUE`` (VALUE read as YAML: ``-p sizes "[64, 128]"``) goes to every notebook that
 declares NAME in its ``parameters`` cell; a NAME that no notebook of the run declares is an
-error. ``-f FILE`` is YAML, for one notebook at a time: ``PATH: {NAME: VALUE}``, PATH being the
-notebook's path relative to the current folder (``exercises/01-cpu-vs-gpu-matmul.ipynb:
-{n: 100}``); it wins over ``-p``. A notebook that declares ``results_path`` is given a file
-there; the JSON it saves becomes the ``results`` of its summary entry.
+error. A notebook that declares ``results_path`` is given a file there; the JSON it saves
+becomes the ``results`` of its summary entry.
 
 ``--inplace`` is the refresh command for the committed notebooks: each is rewritten (its
 committed cells with the new outputs, see ``nbrun.notebook.refreshed``) only after a
@@ -90,12 +87,6 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar=('NAME', 'VALUE'),
         help='a parameter (VALUE is YAML) for every notebook that declares NAME',
     )
-    ap.add_argument(
-        '-f',
-        '--parameters-file',
-        metavar='FILE',
-        help='YAML file: path/of/notebook.ipynb: {NAME: VALUE}',
-    )
     ap.add_argument('--out', default='build', help='output folder (default: build)')
     ap.add_argument(
         '--timeout',
@@ -159,13 +150,13 @@ def _display(path: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     try:
-        common, per_nb = read_parameters(args.parameter, args.parameters_file)
-        if args.inplace and (common or per_nb):
+        common = read_parameters(args.parameter)
+        if args.inplace and common:
             raise UsageError(
                 '--inplace refreshes the stored outputs, which come from the default '
-                'parameters: drop -p/-f'
+                'parameters: drop -p'
             )
-        jobs = plan(collect(args.paths), common, per_nb, inplace=args.inplace)
+        jobs = plan(collect(args.paths), common, inplace=args.inplace)
     except UsageError as err:
         print(f'error: {err}', file=sys.stderr)
         return 2
