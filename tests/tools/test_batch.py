@@ -18,7 +18,6 @@ import pytest
 from batch_support import NB, batch, copy, entries, summary, survivors
 from nbrun import cli
 from nbrun.notebook import canonical, declared_parameters, refreshed
-from nbrun.plan import UsageError, collect, plan, read_parameters
 from nbrun.processes import alive
 from nbrun.summary import Entry
 
@@ -27,27 +26,32 @@ ROOT = Path(__file__).resolve().parents[2]
 COLLECTION = sorted([*ROOT.glob('notebooks/*.ipynb'), *ROOT.glob('exercises/*.ipynb')])
 
 
+def meeting(path: Path, me: str, partner: str) -> None:
+    """``meet.ipynb`` at ``path``, its parameters cell saying who it is and whom it waits for."""
+    nb = nbformat.read(NB / 'meet.ipynb', as_version=4)
+    cell = next(c for c in nb.cells if c.get('id') == 'parameters')
+    cell.source = f'me = {me!r}\npartner = {partner!r}\nwait_s = 60'
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+
+
 def test_one_batch_with_every_kind_of_notebook(tmp_path):
     """A notebook that raises, one given a bad parameter by -p, two that wait for each other
-    (so they fail if run one after the other), three that succeed (two of them with parameters
-    from -f, one in a subfolder; names that would meet if paths were flattened): one batch, a
-    failure stops nothing, nothing is left running, every file in its own place."""
-    copy(tmp_path, 'raises', 'ok', 'meet', 'timed')
-    copy(tmp_path / 'sub', 'meet')
-    (tmp_path / 'sub__meet.ipynb').write_bytes((NB / 'meet.ipynb').read_bytes())
-    (tmp_path / 'later.ipynb').write_bytes((NB / 'meet.ipynb').read_bytes())
-    (tmp_path / 'params.yaml').write_text(
-        'meet.ipynb: {me: x, partner: y, wait_s: 1}\n'  # y comes after it: never met
-        'later.ipynb: {me: y, partner: x, wait_s: 1}\n'  # x came before it: met at once
-        'sub/meet.ipynb: {partner: a}\n'  # meets itself
-        './sub__meet.ipynb: {partner: a}\n'
-    )
+    (so they fail if run one after the other), three that succeed (one in a subfolder; names
+    that would meet if paths were flattened); each -p goes only to the notebooks that declare
+    it: one batch, a failure stops nothing, nothing is left running, every file in its own
+    place."""
+    copy(tmp_path, 'raises', 'ok', 'timed')
+    meeting(tmp_path / 'meet.ipynb', 'x', 'y')  # y comes after it: never met
+    meeting(tmp_path / 'later.ipynb', 'y', 'x')  # x came before it: met at once
+    meeting(tmp_path / 'sub' / 'meet.ipynb', 'a', 'a')  # meets itself
+    meeting(tmp_path / 'sub__meet.ipynb', 'a', 'a')
     names = ['raises.ipynb', 'ok.ipynb', 'meet.ipynb', 'timed.ipynb']
     names += ['later.ipynb', 'sub/meet.ipynb', 'sub__meet.ipynb']
     run = batch(
         tmp_path,
         *names,
-        *('-p', 'sizes', '[-1]', '-f', 'params.yaml'),
+        *('-p', 'sizes', '[-1]', '-p', 'wait_s', '1'),
         *('--out', 'build/x', '--no-report'),
     )
     assert run.returncode == 1, run.stdout + run.stderr
@@ -82,12 +86,12 @@ def test_one_batch_with_every_kind_of_notebook(tmp_path):
 
     first, later = got['meet.ipynb'], got['later.ipynb']  # one after the other
     assert first['status'] == 'failed' and first['error']['ename'] == 'TimeoutError'
-    assert first['parameters'] == {'me': 'x', 'partner': 'y', 'wait_s': 1}
+    assert first['parameters'] == {'wait_s': 1}
     assert later['status'] == 'ok'
     for name in ('sub/meet.ipynb', 'sub__meet.ipynb'):
         met = got[name]
         assert met['status'] == 'ok' and met['error'] is None, name
-        assert met['parameters'] == {'partner': 'a'} and met['results'] is None
+        assert met['parameters'] == {'wait_s': 1} and met['results'] is None
         assert met['output'] == name and met['log'] == f'logs/{name[:-6]}.log'
         assert met['refreshed'] is None and met['headline'] is None
     assert (tmp_path / 'sub' / 'a.here').exists()  # it ran in its own folder
@@ -187,7 +191,6 @@ def usage(capsys, *args: str) -> tuple[int, str]:
         (['-p', 'sizes', '[1,'], "-p sizes: cannot read '[1,' as YAML"),
         (['-p', 'results_path', 'x'], 'results_path is set by the runner'),
         (['-p', 'sizes', '.nan'], 'is not a plain value'),
-        (['-f', 'missing.yaml'], 'cannot read parameter file missing.yaml'),
         (['--timeout', 'nan'], 'argument --timeout: must be a finite number of seconds greater'),
         (['--timeout', 'inf'], "greater than 0, got 'inf'"),
         (['--timeout', '0'], "greater than 0, got '0'"),
@@ -204,40 +207,6 @@ def test_bad_command_line_runs_nothing(tmp_path, monkeypatch, capsys, args, mess
     code, err = usage(capsys, *paths, *args, '--out', 'out')
     assert code == 2 and message in err, err
     assert not (tmp_path / 'out').exists()
-
-
-def test_parameter_file(tmp_path, monkeypatch):
-    """-f maps a notebook's path (relative to the current folder) to its parameters; they win
-    over -p, which goes to every notebook that declares its name."""
-    for folder in ('a', 'b'):
-        copy(tmp_path / folder, 'ok')
-    copy(tmp_path, 'meet')
-    monkeypatch.chdir(tmp_path)
-    notebooks = collect(['a', 'b', 'meet.ipynb'])
-
-    def jobs(yaml_text: str, *pairs: tuple[str, str]) -> dict[str, dict]:
-        (tmp_path / 'p.yaml').write_text(yaml_text)
-        common, per_nb = read_parameters(list(pairs), 'p.yaml')
-        return {j.name: j.parameters for j in plan(notebooks, common, per_nb)}
-
-    assert jobs(
-        'a/ok.ipynb: {sizes: [4], scale: 5}\nmeet.ipynb: {wait_s: 1}\n', ('scale', '3')
-    ) == {
-        'a/ok.ipynb': {'scale': 5, 'sizes': [4]},
-        'b/ok.ipynb': {'scale': 3},
-        'meet.ipynb': {'wait_s': 1},
-    }
-    for text, message in [
-        ('a/ok: {scale: 1}\n', 'names a notebook that is not in this run: a/ok'),
-        ('ok.ipynb: {scale: 1}\n', 'names a notebook that is not in this run: ok.ipynb'),
-        ('meet.ipynb: {seconds: 1}\n', 'meet.ipynb does not declare a parameter `seconds`'),
-        ('a/ok.ipynb: [1]\n', 'must map notebooks to parameters'),
-        ('- a list\n', 'must map notebooks to parameters'),
-        ('meet.ipynb: {results_path: x}\n', 'results_path is set by the runner'),
-    ]:
-        with pytest.raises(UsageError) as err:
-            jobs(text)
-        assert message in str(err.value)
 
 
 def test_a_notebook_outside_the_current_folder_is_refused(tmp_path, monkeypatch, capsys):

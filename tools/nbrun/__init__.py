@@ -11,10 +11,11 @@ One job per module, in the order a batch goes through them:
 - ``summary.py``: ``summary.json`` (one ``Entry`` per notebook), written in every ending;
 - ``report.py``: ``report.md``, from the summary and the cells the notebooks tag
   ``report-figure`` and ``report-headline``;
-- ``cli.py``: the command line, signals, exit status;
+- ``cli.py``: the command line, signals, exit status (``__main__.py`` calls it);
 - ``notebook.py``: a notebook's parameters, its committed form (``canonical``, ``refreshed``);
 - ``kernel.py``: the notebooks' Jupyter kernel and environment (``QUIET_ENV``);
-- ``atomic.py``: the runner's atomic writer.
+- ``atomic.py``: the maintainer tools' one atomic writer (the runner's and gpucheck's);
+- ``budget.py``: the collection's budget (apart from the batch).
 
 Nothing is imported here, so that a worker process loads only what it uses.
 """

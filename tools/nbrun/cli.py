@@ -1,8 +1,7 @@
 """Run notebooks in batch with papermill and write a summary and a report.
 
-    python -m nbrun [NOTEBOOK_OR_DIR ...] [-p NAME VALUE ...] [-f params.yaml]
-                               [--out DIR] [--timeout SECONDS] [--inplace]
-                               [--no-report]
+    python -m nbrun [NOTEBOOK_OR_DIR ...] [-p NAME VALUE ...] [--out DIR]
+                    [--timeout SECONDS] [--inplace] [--no-report]
 
 With no paths it runs ``notebooks/`` and ``exercises/``. Each notebook runs in its own process
 (papermill, with the notebook's folder as working directory, as under nbval, and the kernel of
@@ -12,10 +11,8 @@ stop the others. An error in any cell fails its notebook.
 
 ``-p NAME VALUE`` (VALUE read as YAML: ``-p sizes "[64, 128]"``) goes to every notebook that
 declares NAME in its ``parameters`` cell; a NAME that no notebook of the run declares is an
-error. ``-f FILE`` is YAML, for one notebook at a time: ``PATH: {NAME: VALUE}``, PATH being the
-notebook's path relative to the current folder (``exercises/01-cpu-vs-gpu-matmul.ipynb:
-{n: 100}``); it wins over ``-p``. A notebook that declares ``results_path`` is given a file
-there; the JSON it saves becomes the ``results`` of its summary entry.
+error. A notebook that declares ``results_path`` is given a file there; the JSON it saves
+becomes the ``results`` of its summary entry.
 
 ``--inplace`` is the refresh command for the committed notebooks: each is rewritten (its
 committed cells with the new outputs, see ``nbrun.notebook.refreshed``) only after a
@@ -90,12 +87,6 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar=('NAME', 'VALUE'),
         help='a parameter (VALUE is YAML) for every notebook that declares NAME',
     )
-    ap.add_argument(
-        '-f',
-        '--parameters-file',
-        metavar='FILE',
-        help='YAML file: path/of/notebook.ipynb: {NAME: VALUE}',
-    )
     ap.add_argument('--out', default='build', help='output folder (default: build)')
     ap.add_argument(
         '--timeout',
@@ -159,13 +150,13 @@ def _display(path: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     try:
-        common, per_nb = read_parameters(args.parameter, args.parameters_file)
-        if args.inplace and (common or per_nb):
+        common = read_parameters(args.parameter)
+        if args.inplace and common:
             raise UsageError(
                 '--inplace refreshes the stored outputs, which come from the default '
-                'parameters: drop -p/-f'
+                'parameters: drop -p'
             )
-        jobs = plan(collect(args.paths), common, per_nb, inplace=args.inplace)
+        jobs = plan(collect(args.paths), common, inplace=args.inplace)
     except UsageError as err:
         print(f'error: {err}', file=sys.stderr)
         return 2
@@ -180,41 +171,33 @@ def main(argv: list[str] | None = None) -> int:
     }
     load_start = load_average()
     started = time.perf_counter()
-    crash: BaseException | None = None
     with _Signals(batch) as signals:
+        crash: BaseException | None = None
         try:
             batch.run()
-        except BaseException as err:
+        except BaseException as err:  # raised again once the summary says how the batch ended
             crash = err
-            raise
-        finally:
-            ending = batch.stop_reason or (
-                'finished'
-                if crash is None
-                else 'SIGINT'
-                if isinstance(crash, KeyboardInterrupt)
-                else 'runner error'
+        ending = _ending(batch, crash)
+        summary = make_summary(
+            batch.entries(),
+            **run_info,
+            ending=ending,
+            runner_error=_runner_error(crash),
+            wall_seconds=round(time.perf_counter() - started, 2),
+            load_average={'start': load_start, 'end': load_average()},
+            machine=machine(),
+        )
+        summary_path = write_summary(summary, out)
+        if ending != 'finished':
+            counts = ', '.join(f'{n} {s}' for s, n in summary['counts'].items())
+            print(
+                f'stopped ({ending}): {counts}; every notebook process was killed; '
+                f'summary: {_display(summary_path)}',
+                file=sys.stderr,
+                flush=True,
             )
-            summary = make_summary(
-                batch.entries(),
-                **run_info,
-                ending=ending,
-                runner_error=None
-                if crash is None or isinstance(crash, KeyboardInterrupt)
-                else ''.join(traceback.format_exception(crash)),
-                wall_seconds=round(time.perf_counter() - started, 2),
-                load_average={'start': load_start, 'end': load_average()},
-                machine=machine(),
-            )
-            summary_path = write_summary(summary, out)
-            if ending != 'finished':
-                counts = ', '.join(f'{n} {s}' for s, n in summary['counts'].items())
-                print(
-                    f'stopped ({ending}): {counts}; every notebook process was killed; '
-                    f'summary: {_display(summary_path)}',
-                    file=sys.stderr,
-                    flush=True,
-                )
+        if crash is not None:
+            raise crash
         if signals.received is not None:
             return 128 + signals.received
         if not args.no_report:
@@ -233,6 +216,26 @@ def main(argv: list[str] | None = None) -> int:
     for e in bad:
         print(f'  {e.status}: {e.notebook}' + (f': {e.error}' if e.error else ''))
     return 1 if bad else 0
+
+
+def _ending(batch: Batch, crash: BaseException | None) -> str:
+    """How the batch ended, for the summary: what stopped it (a signal, ``runner error``), else
+    ``finished`` if ``batch.run()`` returned, else what it raised (a bare Ctrl-C, or an error
+    before the batch could record it)."""
+    if batch.stop_reason is not None:
+        return batch.stop_reason
+    if crash is None:
+        return 'finished'
+    if isinstance(crash, KeyboardInterrupt):
+        return 'SIGINT'
+    return 'runner error'
+
+
+def _runner_error(crash: BaseException | None) -> str | None:
+    """The traceback of the runner's own failure (None after a normal end or a Ctrl-C)."""
+    if crash is None or isinstance(crash, KeyboardInterrupt):
+        return None
+    return ''.join(traceback.format_exception(crash))
 
 
 def _report(summary: dict[str, Any], out: Path) -> None:

@@ -1,8 +1,8 @@
 """Which notebooks a batch runs, with which parameters, and where each one's files go.
 
 - ``collect(paths)``: the notebooks named on the command line (files or folders);
-- ``read_parameters(pairs, file)``: the ``-p NAME VALUE`` pairs and the ``-f FILE`` mapping;
-- ``plan(notebooks, common, per_notebook, inplace)``: one ``Job`` per notebook.
+- ``read_parameters(pairs)``: the ``-p NAME VALUE`` pairs;
+- ``plan(notebooks, common, inplace)``: one ``Job`` per notebook.
 
 Every problem found here is a ``UsageError`` (exit status 2, nothing is run).
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import nbformat
@@ -31,7 +31,7 @@ DEFAULT_DIRS = ('notebooks', 'exercises')
 
 
 class UsageError(Exception):
-    """A bad command line or parameter file (exit status 2, before anything runs)."""
+    """A bad command line (exit status 2, before anything runs)."""
 
 
 @dataclass
@@ -82,30 +82,14 @@ def collect(paths: list[str]) -> list[Path]:
     return found
 
 
-def read_parameters(
-    pairs: list[tuple[str, str]], file: str | None
-) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """``(common, per_notebook)`` from ``-p NAME VALUE`` pairs (VALUE is YAML) and ``-f FILE``.
-
-    The file is YAML: ``NOTEBOOK: {NAME: VALUE}``, NOTEBOOK being the notebook's path relative to
-    the current folder, as the summary shows it (``exercises/01-cpu-vs-gpu-matmul.ipynb``).
-    """
+def read_parameters(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """The parameters of ``-p NAME VALUE`` pairs (VALUE is YAML), for every notebook."""
     common: dict[str, Any] = {}
-    per_nb: dict[str, dict[str, Any]] = {}
-    if file:
-        try:
-            data = yaml.safe_load(Path(file).read_text(encoding='utf-8')) or {}
-        except (OSError, yaml.YAMLError) as err:
-            raise UsageError(f'cannot read parameter file {file}: {one_line(err)}') from err
-        if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-            raise UsageError(
-                f'parameter file {file} must map notebooks to parameters '
-                '(path/of/notebook.ipynb: {NAME: VALUE})'
-            )
-        per_nb = {PurePosixPath(str(k)).as_posix(): v for k, v in data.items()}
     for name, value in pairs:
         if not name.isidentifier():
             raise UsageError(f'-p {name}: not a parameter name')
+        if name == 'results_path':
+            raise UsageError('results_path is set by the runner; do not pass it')
         try:
             common[name] = yaml.safe_load(value)
         except yaml.YAMLError as err:
@@ -113,68 +97,44 @@ def read_parameters(
                 f'-p {name}: cannot read {value!r} as YAML '
                 f'({one_line(err)}); quote it, e.g. -p {name} "[64, 128]"'
             ) from err
-    for where, params in [('', common), *((f' (for {k})', v) for k, v in per_nb.items())]:
-        for name, value in params.items():
-            if name == 'results_path':
-                raise UsageError('results_path is set by the runner; do not pass it')
-            try:
-                json.dumps(value, allow_nan=False)
-            except (TypeError, ValueError):
-                raise UsageError(
-                    f'parameter `{name}`{where}: {value!r} is not a plain value '
-                    '(number, string, list, mapping)'
-                ) from None
-    return common, per_nb
+        try:
+            json.dumps(common[name], allow_nan=False)
+        except (TypeError, ValueError):
+            raise UsageError(
+                f'parameter `{name}`: {common[name]!r} is not a plain value '
+                '(number, string, list, mapping)'
+            ) from None
+    return common
 
 
 def plan(
-    notebooks: list[Path],
-    common: dict[str, Any] | None = None,
-    per_notebook: dict[str, dict[str, Any]] | None = None,
-    inplace: bool = False,
+    notebooks: list[Path], common: dict[str, Any] | None = None, inplace: bool = False
 ) -> list[Job]:
     """One ``Job`` per notebook, with its parameters (``notebook.declared_parameters``).
 
     A ``common`` parameter goes to every notebook that declares it; one that no notebook
-    declares is an error. A key of ``per_notebook`` is a notebook's path relative to the current
-    folder (``Job.name``); its parameters, which win over ``common``, must all be declared by
-    that notebook.
+    declares is an error.
     """
-    common, per_notebook = dict(common or {}), dict(per_notebook or {})
-    jobs, declared = [], {}
+    common = dict(common or {})
+    jobs = []
     for path in notebooks:
         name = display_name(path)
         try:
             raw = path.read_bytes()
             nb = nbformat.reads(raw.decode('utf-8'), as_version=4)
-            declared[name] = declared_parameters(nb)
+            declared = declared_parameters(nb)
         except Exception as err:  # any unreadable notebook is a usage error
             raise UsageError(f'cannot read {name}: {one_line(err)}') from err
         jobs.append(
             Job(
                 source=path,
                 name=name,
-                parameters={k: v for k, v in common.items() if k in declared[name]},
-                wants_results='results_path' in declared[name] and not inplace,
+                parameters={k: v for k, v in common.items() if k in declared},
+                wants_results='results_path' in declared and not inplace,
                 digest=hashlib.sha256(raw).hexdigest(),
             )
         )
     used = {k for j in jobs for k in j.parameters}
-    by_name = {j.name: j for j in jobs}
-    for key, params in per_notebook.items():
-        job = by_name.get(key)
-        if job is None:
-            raise UsageError(
-                f'the parameter file names a notebook that is not in this run: {key} '
-                '(name it by its path relative to the current folder)'
-            )
-        for k, v in params.items():
-            if k not in declared[job.name]:
-                raise UsageError(
-                    f'{job.name} does not declare a parameter `{k}` '
-                    f'(it declares: {", ".join(declared[job.name]) or "none"})'
-                )
-            job.parameters[k] = v
     unknown = sorted(set(common) - used)
     if unknown:
         raise UsageError(

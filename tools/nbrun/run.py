@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,13 +69,11 @@ class Batch:
     out: Path
     timeout: float = 1800.0
     inplace: bool = False
-    echo: Any = field(default=None, repr=False)  # prints one progress line (default: print)
 
     def __post_init__(self) -> None:
         self.out = Path(self.out).resolve()
         self._entries: dict[str, Entry] = {}
         self._stop_request: str | None = None
-        self.echo = self.echo or _say
 
     def request_stop(self, reason: str) -> None:
         """Stop the batch soon (``reason``: e.g. ``SIGINT``). Safe in a signal handler."""
@@ -101,9 +99,7 @@ class Batch:
         private = Path(tempfile.mkdtemp(prefix='nbrun-'))
         try:
             env = self._environment(private)
-            self.echo(
-                f'{len(self.jobs)} notebook(s), one at a time; timeout {self.timeout:g} s each'
-            )
+            _say(f'{len(self.jobs)} notebook(s), one at a time; timeout {self.timeout:g} s each')
             for n, job in enumerate(self.jobs):
                 if self._stop_request is not None:
                     break
@@ -134,44 +130,16 @@ class Batch:
     # --- one job ---------------------------------------------------------------------------
 
     def _run(self, job: Job, env: dict[str, str], files: _Files) -> Entry:
-        parameters = dict(job.parameters)
-        if job.wants_results:
-            parameters['results_path'] = str(files.results)
-        command = [
-            sys.executable,
-            '-m',
-            'nbrun.worker',
-            *('--source', str(job.source), '--output', str(files.output)),
-            *('--scratch', str(files.scratch), '--status', str(files.status)),
-            *('--progress', str(files.progress), '--cwd', str(job.source.parent)),
-            *('--sockets', str(files.sockets)),  # in the private folder: removed in every ending
-            *('--parameters', json.dumps(parameters)),
-        ]
+        """Run one job in its worker and kill what is left of it; its entry, however it ended."""
         token = new_token()
-        self.echo(f'{"":>{len(_bar(0, len(self.jobs))) + 1}}start   {job.name}')
-        files.output.parent.mkdir(parents=True, exist_ok=True)
-        files.output.unlink(missing_ok=True)  # an earlier run's
-        files.log.parent.mkdir(parents=True, exist_ok=True)
+        _say(f'{"":>{len(_bar(0, len(self.jobs))) + 1}}start   {job.name}')
+        _prepare(files)
         start = time.perf_counter()
         entry = _entry(job)
+        popen = _launch(_command(job, files), {**env, TOKEN_VAR: token}, files.log)
         ending = None  # 'timeout', 'interrupted', or None: the worker ended by itself
-        with open(files.log, 'wb') as log:
-            popen = subprocess.Popen(
-                command,
-                env={**env, TOKEN_VAR: token},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
         try:
-            while not _ended(popen, _POLL):
-                if self._stop_request is not None:
-                    ending = 'interrupted'
-                    break
-                if time.perf_counter() - start > self.timeout:
-                    ending = 'timeout'
-                    break
+            ending = self._wait(popen, start)
         except BaseException as err:
             self._crashed(err)
             ending = 'interrupted'
@@ -181,39 +149,53 @@ class Batch:
             entry.seconds = round(time.perf_counter() - start, 2)
             entry.log = files.log.relative_to(self.out).as_posix()
             if ending is not None:
-                entry.status = ending
-                entry.error = ErrorInfo(
-                    **_read_json(files.progress) or {},
-                    ename=ending.capitalize(),
-                    evalue=f'killed after {self.timeout:g} s (--timeout)'
-                    if ending == 'timeout'
-                    else f'the batch was stopped ({self.stop_reason}) while it ran',
-                )
+                self._killed(entry, ending, files.progress)
                 self._entries[job.name] = entry  # a crash still reports it
-        info = _read_json(files.status) if ending is None else None
-        if info is not None:
-            entry.status = info['status']
-            entry.error = info['error'] and ErrorInfo(**info['error'])
-            entry.kernel_seconds = info.get('kernel_seconds')
-            if info.get('output'):
-                entry.output = files.output.relative_to(self.out).as_posix()
-                entry.headline = _headline(files.output)
-        elif ending is None:
-            entry.status = 'failed'
-            lines = files.log.read_text(errors='replace').strip().splitlines()
-            entry.error = ErrorInfo(
-                **_read_json(files.progress) or {},
-                ename='WorkerDied',
-                evalue=one_line(lines[-1]) if lines else f'exit status {popen.returncode}',
-            )
-        if entry.status == 'ok' and job.wants_results and files.results.exists():
-            try:
-                entry.results = json.loads(files.results.read_text(encoding='utf-8'))
-            except ValueError as err:
-                entry.note = f'unreadable results file: {one_line(err)}'
+        if ending is None:
+            self._read_status(entry, files, popen.returncode)
+        _load_results(entry, job, files.results)
         if self.inplace:
             self._refresh(job, entry, files.output)
         return entry
+
+    def _wait(self, popen: subprocess.Popen, start: float) -> str | None:
+        """Wait for the worker: None once it has ended by itself, else why it must be killed
+        (``interrupted``: ``request_stop``; ``timeout``)."""
+        while not _ended(popen, _POLL):
+            if self._stop_request is not None:
+                return 'interrupted'
+            if time.perf_counter() - start > self.timeout:
+                return 'timeout'
+        return None
+
+    def _killed(self, entry: Entry, ending: str, progress: Path) -> None:
+        """A worker killed before it ended (``timeout`` or ``interrupted``): where it was."""
+        if ending == 'timeout':
+            why = f'killed after {self.timeout:g} s (--timeout)'
+        else:
+            why = f'the batch was stopped ({self.stop_reason}) while it ran'
+        entry.status = ending
+        entry.error = ErrorInfo(**_read_json(progress) or {}, ename=ending.capitalize(), evalue=why)
+
+    def _read_status(self, entry: Entry, files: _Files, returncode: int | None) -> None:
+        """A worker that ended by itself: what its STATUS file says, or, without one (the worker
+        died), ``failed`` with the last line of its log."""
+        info = _read_json(files.status)
+        if info is None:
+            lines = files.log.read_text(errors='replace').strip().splitlines()
+            entry.status = 'failed'
+            entry.error = ErrorInfo(
+                **_read_json(files.progress) or {},
+                ename='WorkerDied',
+                evalue=one_line(lines[-1]) if lines else f'exit status {returncode}',
+            )
+            return
+        entry.status = info['status']
+        entry.error = info['error'] and ErrorInfo(**info['error'])
+        entry.kernel_seconds = info.get('kernel_seconds')
+        if info.get('output'):
+            entry.output = files.output.relative_to(self.out).as_posix()
+            entry.headline = _headline(files.output)
 
     def _refresh(self, job: Job, entry: Entry, output: Path) -> None:
         """--inplace: rewrite the committed notebook after a successful run (see cli)."""
@@ -237,12 +219,12 @@ class Batch:
     def _print_done(self, done: int, entry: Entry) -> None:
         why = f'  {entry.error}' if entry.error else ''
         why = why if len(why) <= 200 else why[:199] + '…'
-        self.echo(
+        _say(
             f'{_bar(done, len(self.jobs))} {entry.status:11} {entry.seconds or 0:7.1f} s  '
             f'{entry.notebook}{why}'
         )
         if entry.note:
-            self.echo(f'{"":>{len(_bar(0, len(self.jobs))) + 1}}{entry.note}')
+            _say(f'{"":>{len(_bar(0, len(self.jobs))) + 1}}{entry.note}')
 
 
 def _entry(job: Job) -> Entry:
@@ -262,6 +244,43 @@ def _files(out: Path, private: Path, job: Job, n: int) -> _Files:
     )
 
 
+def _command(job: Job, files: _Files) -> list[str]:
+    """The worker's command line (``worker.py``)."""
+    parameters = dict(job.parameters)
+    if job.wants_results:
+        parameters['results_path'] = str(files.results)
+    return [
+        sys.executable,
+        '-m',
+        'nbrun.worker',
+        *('--source', str(job.source), '--output', str(files.output)),
+        *('--scratch', str(files.scratch), '--status', str(files.status)),
+        *('--progress', str(files.progress), '--cwd', str(job.source.parent)),
+        *('--sockets', str(files.sockets)),  # in the private folder: removed in every ending
+        *('--parameters', json.dumps(parameters)),
+    ]
+
+
+def _prepare(files: _Files) -> None:
+    """The folders of the job's files under --out, without an earlier run's executed notebook."""
+    files.output.parent.mkdir(parents=True, exist_ok=True)
+    files.output.unlink(missing_ok=True)
+    files.log.parent.mkdir(parents=True, exist_ok=True)
+
+
+def _launch(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    """The worker, in a session of its own, writing to ``log``."""
+    with open(log, 'wb') as out:
+        return subprocess.Popen(
+            command,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+
 def _ended(popen: subprocess.Popen, seconds: float) -> bool:
     """Wait up to ``seconds`` for the worker; True once it has ended."""
     try:
@@ -269,6 +288,16 @@ def _ended(popen: subprocess.Popen, seconds: float) -> bool:
     except subprocess.TimeoutExpired:
         return False
     return True
+
+
+def _load_results(entry: Entry, job: Job, path: Path) -> None:
+    """The results an ``ok`` notebook saved (a note when they cannot be read)."""
+    if entry.status != 'ok' or not job.wants_results or not path.exists():
+        return
+    try:
+        entry.results = json.loads(path.read_text(encoding='utf-8'))
+    except ValueError as err:
+        entry.note = f'unreadable results file: {one_line(err)}'
 
 
 def _headline(output: Path) -> str | None:

@@ -1,7 +1,8 @@
 """One notebook, run by papermill in a process of its own (started by ``run.py``).
 
     python -m nbrun.worker --source NB --output OUT.ipynb --scratch TMP.ipynb \
-        --status STATUS.json --progress PROGRESS.json --cwd FOLDER [--parameters JSON]
+        --status STATUS.json --progress PROGRESS.json --cwd FOLDER --sockets FOLDER \
+        [--parameters JSON]
 
 It executes ``NB`` with ``papermill.execute_notebook`` (kernel ``python3``, which the runner's
 JUPYTER_PATH points at the project's kernelspec) in ``FOLDER``, with two nbclient hooks that
@@ -20,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -38,8 +37,8 @@ from .summary import ErrorInfo
 
 
 class IPCKernelManager(AsyncKernelManager):
-    """The kernel's sockets are Unix sockets in ``socket_dir`` (the runner's private folder, or
-    one this process makes), not TCP ports: with TCP, the client picks free ports and the kernel
+    """The kernel's sockets are Unix sockets in ``socket_dir`` (``--sockets``, in the runner's
+    private folder), not TCP ports: with TCP, the client picks free ports and the kernel
     binds them a moment later, so two kernels starting at once can pick the same one ("Address
     already in use", "Kernel died before replying to kernel_info"); and no port is open to other
     users of the machine."""
@@ -55,12 +54,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog='python -m nbrun.worker', description=__doc__)
     for name in ('source', 'output', 'scratch', 'status', 'progress', 'cwd'):
         ap.add_argument(f'--{name}', required=True)
-    ap.add_argument('--parameters', default='{}', help='JSON mapping NAME: VALUE')
     ap.add_argument(
         '--sockets',
-        help="folder for the kernel's sockets, removed by the caller (default: a temporary "
-        'folder this process removes; a killed process leaves it behind)',
+        required=True,
+        help="folder for the kernel's sockets, made here and removed by the caller (a short "
+        "path: a Unix socket's path holds at most 107 bytes)",
     )
+    ap.add_argument('--parameters', default='{}', help='JSON mapping NAME: VALUE')
     return ap.parse_args(argv)
 
 
@@ -124,11 +124,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
-    if args.sockets:
-        Path(args.sockets).mkdir(mode=0o700, parents=True, exist_ok=True)
-    # short: a Unix socket's path holds 107 bytes
-    sockets = args.sockets or tempfile.mkdtemp(prefix='nbrun-kernel-')
-    IPCKernelManager.socket_dir = sockets
+    Path(args.sockets).mkdir(mode=0o700, parents=True, exist_ok=True)
+    IPCKernelManager.socket_dir = args.sockets
     try:
         info = run(args)
     except Exception as err:  # reported to the runner, with the traceback in the log
@@ -137,9 +134,6 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
         error = ErrorInfo(ename=type(err).__name__, evalue=one_line(err))
         info = {'status': 'failed', 'error': asdict(error), 'output': False}
-    finally:
-        if not args.sockets:
-            shutil.rmtree(sockets, ignore_errors=True)
     atomic_write(args.status, json.dumps(info, ensure_ascii=False))
     return 0
 
