@@ -130,8 +130,10 @@ def test_an_exception_before_a_notebook_starts_stops_the_batch(tmp_path, monkeyp
     assert 'stopped (runner error)' in capsys.readouterr().err
 
 
-def test_kill_run_finds_orphans_by_their_token():
-    """A worker, its child, and a grandchild whose parent has exited (reparented)."""
+@pytest.mark.parametrize('inner', ['', '/4242-inner'])
+def test_kill_run_finds_orphans_by_their_token(inner):
+    """A worker, its child, and a grandchild whose parent has exited (reparented); their token is
+    the run's, or that of a run inside it (gpucheck's batch, then one notebook's run)."""
     token = new_token()
     script = textwrap.dedent(
         """
@@ -145,7 +147,7 @@ def test_kill_run_finds_orphans_by_their_token():
     )
     worker = subprocess.Popen(
         [sys.executable, '-c', script],
-        env={**os.environ, TOKEN_VAR: token},
+        env={**os.environ, TOKEN_VAR: token + inner},
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -163,3 +165,11 @@ def test_kill_run_finds_orphans_by_their_token():
         if worker.poll() is None:
             worker.kill()
             worker.wait()
+
+
+def test_a_run_inside_a_run_extends_its_token(monkeypatch):
+    monkeypatch.delenv(TOKEN_VAR, raising=False)
+    outer = new_token()
+    monkeypatch.setenv(TOKEN_VAR, outer)
+    inner = new_token()
+    assert inner.startswith(outer + '/') and inner != outer + '/'

@@ -28,8 +28,11 @@ TOKEN_VAR = 'D2L_BATCH_TOKEN'
 
 
 def new_token() -> str:
-    """A token no other run has: this process's pid and a random part."""
-    return f'{os.getpid()}-{uuid.uuid4().hex[:12]}'
+    """A token no other run has: this process's pid and a random part, after the token of the
+    run this process belongs to, if any (``gpucheck``'s batch: its kill finds every notebook's
+    processes too)."""
+    own = f'{os.getpid()}-{uuid.uuid4().hex[:12]}'
+    return f'{os.environ[TOKEN_VAR]}/{own}' if os.environ.get(TOKEN_VAR) else own
 
 
 def _gone(proc: psutil.Process) -> bool:
@@ -50,7 +53,8 @@ def alive(pid: int) -> bool:
 
 
 def run_processes(pid: int, token: str) -> list[psutil.Process]:
-    """The live descendants of ``pid`` and the processes whose environment carries ``token``."""
+    """The live descendants of ``pid`` and the processes whose environment carries ``token``,
+    or a token of a run inside it (``token/...``)."""
     found: dict[int, psutil.Process] = {}
     try:
         found.update((p.pid, p) for p in psutil.Process(pid).children(recursive=True))
@@ -58,7 +62,8 @@ def run_processes(pid: int, token: str) -> list[psutil.Process]:
         pass
     for proc in psutil.process_iter(['environ']):
         environ = proc.info.get('environ') or {}  # None where access is denied
-        if environ.get(TOKEN_VAR) == token:
+        carried = environ.get(TOKEN_VAR) or ''
+        if carried == token or carried.startswith(token + '/'):
             found.setdefault(proc.pid, proc)
     found.pop(os.getpid(), None)
     found.pop(pid, None)
