@@ -49,10 +49,6 @@ def _words(text: str) -> str:
     return re.sub(r'\bNone\b', 'không có', text)
 
 
-def _value(value: Any) -> str:
-    return 'không có' if value is None else str(value)
-
-
 def _has_gpu(run: dict[str, Any]) -> bool:
     return bool(run['machine']['gpu'])
 
@@ -137,45 +133,33 @@ def _table(header: tuple[str, ...], body: list[tuple[str, ...]]) -> list[str]:
 
 
 def _machine(run: dict[str, Any]) -> list[str]:
-    m, sw = run['machine'], run['software']
+    m, sw, gpu = run['machine'], run['software'], _has_gpu(run)
+    commit = run['commit'] or 'không rõ'
     body = [
         (
             'ngày chạy, phiên bản notebook',
-            f'{run["date"]}, {run["collection_version"]} (commit `{run["commit"] or "không rõ"}`)',
+            f'{run["date"]}, {run["collection_version"]} (commit `{commit}`)',
         )
     ]
-    tf = _value(sw['tensorflow'])
-    if _has_gpu(run):
-        body += [
-            (
-                'GPU',
-                f'{m["gpu_count"]} × {m["gpu"]}, compute capability '
-                f'{_value(m["compute_capability"])}; bộ nhớ: {_value(m["gpu_memory"])}',
-            ),
-            (
-                'trình điều khiển (driver), thư viện CUDA',
-                f'driver {_value(m["driver"])}, thư viện CUDA: {_value(m["cuda_libraries"])}'
-                if m['driver'] is None or m['cuda_libraries'] is None
-                else f'driver {m["driver"]}, {m["cuda_libraries"]}',
-            ),
-        ]
-        tf += f' (CUDA {_value(sw["tf_cuda"])}, cuDNN {_value(sw["cudnn"])})'
-    else:
-        body.append(('GPU', 'không có'))
+    cuda = f' (CUDA {sw["tf_cuda"]}, cuDNN {sw["cudnn"]})' if gpu else ''
+    gpus = f'{m["gpu_count"]} × {m["gpu"]}, compute capability {m["compute_capability"]}'
+    body += [('GPU', f'{gpus}; bộ nhớ: {m["gpu_memory"]}' if gpu else 'không có')]
+    if gpu:
+        driver = f'driver {m["driver"]}, thư viện CUDA: {m["cuda_libraries"]}'
+        body += [('trình điều khiển (driver), thư viện CUDA', driver)]
     body += [
-        ('TensorFlow', tf),
-        ('Keras, NumPy', f'Keras {_value(sw["keras"])}, NumPy {_value(sw["numpy"])}'),
-        ('Python, hệ điều hành', f'Python {_value(m["python"])}, `{_value(m["platform"])}`'),
-        ('CPU', f'{_value(m["cpu_cores"])} lõi'),
-        ('lệnh', f'`{_value(run["command"])}`'),
+        ('TensorFlow', f'{sw["tensorflow"]}{cuda}'),
+        ('Keras, NumPy', f'Keras {sw["keras"]}, NumPy {sw["numpy"]}'),
+        ('Python, hệ điều hành', f'Python {m["python"]}, `{m["platform"]}`'),
+        ('CPU', f'{m["cpu_cores"]} lõi'),
+        ('lệnh', f'`{run["command"]}`'),
     ]
-    if _has_gpu(run):
+    if gpu:
         body.append(('kiểm thử gpu (pytest -m gpu)', format_value(run['gpu_tests'], ['gpu_tests'])))
+    body = [(k, _words(v)) for k, v in body]
     lines = [f'## Máy đã chạy ({run["date"]})', '', *_table(('mục', 'giá trị'), body), '']
     if run.get('notes'):
-        lines += ['Ghi chú của lần chạy:', '']
-        lines += [f'- {_words(note)}' for note in run['notes']]
-        lines.append('')
+        lines += ['Ghi chú của lần chạy:', '', *[f'- {_words(note)}' for note in run['notes']], '']
     spec = find_spec(m['gpu'])
     if spec is not None:
         lines += [

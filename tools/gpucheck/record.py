@@ -202,21 +202,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         'source', type=Path, help='thư mục --out của python -m nbrun, hoặc một run.json'
     )
-    parser.add_argument('--id', required=True, help='tên lần chạy, ví dụ h200-2027-01-15')
+    parser.add_argument('--id', dest='run_id', required=True, help='ví dụ h200-2027-01-15')
     parser.add_argument('--driver', help='phiên bản driver (mặc định: theo nvidia-smi)')
     parser.add_argument('--cuda-libraries', help='thư viện CUDA của máy, ví dụ "CUDA 13"')
     parser.add_argument('--out', type=Path, default=DEFAULT_OUT, help='mặc định d2lhelpers/runs')
     parser.add_argument('--force', action='store_true', help='ghi đè lần chạy đã có')
-    args = parser.parse_args(argv)
     try:
-        target = record(
-            args.source,
-            args.id,
-            out=args.out,
-            driver=args.driver,
-            cuda_libraries=args.cuda_libraries,
-            force=args.force,
-        )
+        target = record(**vars(parser.parse_args(argv)))
     except RecordError as e:
         print(f'gpucheck.record: {e}', file=sys.stderr)
         return 1
