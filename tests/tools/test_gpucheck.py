@@ -249,7 +249,7 @@ def test_time_must_grow_with_the_work():
     run = build_run()
     with_ex1_gpu_times(run, {'8192': 4.0e-3})  # 4096 took 3.5 ms: 8x the work, 1.15x the time
     bad = fails(run, EX1, check.OFF_FLOOR)
-    assert bad and 'n = 4096 đến n = 8192' in bad[0].detail
+    assert bad and 'từ n = 4096 đến n = 8192' in bad[0].detail and 'lớn nhất vẫn' in bad[0].detail
 
 
 def test_tf32_gain_needs_a_quarter_of_the_data_sheet_ratio():

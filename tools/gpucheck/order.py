@@ -27,25 +27,20 @@ MORE_WORK_MIN = 0.8
 
 
 def scaling_verdict(times: list[tuple[int, float]]) -> str | None:
-    """Why matmul times of one device (size, seconds) are dispatch-bound, or None.
-
-    Work of a matmul grows as n^3. On the kernel, the time follows the work; at the dispatch
-    floor it stays flat.
-    """
+    """Why matmul times of one device (size, seconds) are dispatch-bound, or None: the work of a
+    matmul grows as n^3; on the kernel the time follows it, at the dispatch floor it stays flat.
+    Judged from the smallest size, then from the size before the largest."""
     if len(times) < 2:
         return None
-    (n0, t0), (n1, t1) = times[0], times[-1]
-    if (n1 / n0) ** 3 >= SCALING_WORK and t1 < NEAR_FLOOR * t0:
-        return (
-            f'thời gian ở n = {n0} và n = {n1} chỉ khác {t1 / t0:.2f}x trong khi khối lượng '
-            f'tính gấp {(n1 / n0) ** 3:.0f}x: mọi điểm đều ở mức sàn gửi phép toán'
-        )
-    (n0, t0) = times[-2]
-    if (n1 / n0) ** 3 >= STEP_WORK and t1 < NEAR_FLOOR * t0:
-        return (
-            f'từ n = {n0} đến n = {n1} thời gian chỉ tăng {t1 / t0:.2f}x trong khi khối lượng '
-            f'tính gấp {(n1 / n0) ** 3:.0f}x: điểm lớn nhất vẫn ở mức sàn gửi phép toán'
-        )
+    n1, t1 = times[-1]
+    for (n0, t0), least, where in (
+        (times[0], SCALING_WORK, 'mọi điểm đều ở mức sàn gửi phép toán'),
+        (times[-2], STEP_WORK, 'điểm lớn nhất vẫn ở mức sàn gửi phép toán'),
+    ):
+        work = (n1 / n0) ** 3
+        if work >= least and t1 < NEAR_FLOOR * t0:
+            grew = f'thời gian chỉ tăng {t1 / t0:.2f}x trong khi khối lượng tính gấp {work:.0f}x'
+            return f'từ n = {n0} đến n = {n1} {grew}: {where}'
     return None
 
 

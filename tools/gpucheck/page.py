@@ -28,6 +28,8 @@ import d2lhelpers
 from d2lhelpers.datasheets import find_spec
 from d2lhelpers.reference import artefact, format_value, load_run, lookup, reference_runs
 
+from .check import number
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / 'docs' / 'runs'  # docs/runs/<id>.md, its plots in docs/runs/<id>/<notebook>-<key>.png
 
@@ -75,11 +77,8 @@ def rows(tree: dict[str, Any], nb: dict[str, Any], prefix: str = '') -> list[tup
 
 
 def _numbers(d: Any) -> bool:
-    return (
-        isinstance(d, dict)
-        and bool(d)
-        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in d.values())
-    )
+    """A non-empty dict of numbers > 0: what a log-scale plot can draw."""
+    return isinstance(d, dict) and bool(d) and all(map(number, d.values()))
 
 
 def plots(results: dict[str, Any]) -> dict[str, str]:

@@ -76,10 +76,8 @@ def build_run(
     if date is None:
         found = _DATE.search(run_id)
         date = found.group(1) if found else datetime.date.today().isoformat()
-    notebooks = {}
-    for nb in summary.get('notebooks') or []:
-        name = str(nb['notebook']).removesuffix('.ipynb')
-        notebooks[name] = {
+    notebooks = {
+        str(nb['notebook']).removesuffix('.ipynb'): {
             'status': nb.get('status'),
             'seconds': nb.get('seconds'),
             'parameters': nb.get('parameters') or {},
@@ -87,6 +85,8 @@ def build_run(
             'results': nb.get('results') or {},
             'artefacts': {},
         }
+        for nb in summary.get('notebooks') or []
+    }
     tf32 = env.get('tf32')
     notes = []
     if tf32 is not None:

@@ -43,11 +43,8 @@ def float32_rows(c: Checker) -> Iterator[tuple[str, str, list[tuple[int, float]]
     for dev in filter(gpu_device, dtypes):
         value = dtypes[dev].get('float32')
         label = f'dtype_gflops[{dev!r}].float32'
-        yield (
-            check.CHOOSE,
-            label,
-            [(DTYPE_N if n == 'auto' else n, value)] if number(value) else [],
-        )
+        point = (DTYPE_N if n == 'auto' else n, value)
+        yield check.CHOOSE, label, [point] if number(value) else []
 
 
 def timed_work(c: Checker) -> Iterator[tuple[str, str, float, float, list[str]]]:
