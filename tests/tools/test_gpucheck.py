@@ -57,7 +57,7 @@ def test_old_h200_run_is_rejected_for_the_known_artefacts():
     assert not any(f.check == check.RULE_ERROR for f in bad), text  # every rule could read it
     # what the old run got right passes; what it cannot show is unchecked
     findings = check.check_run(old_run())
-    ok = [f for f in findings if f.ok]
+    ok = [f for f in findings if f.status == check.OK]
     assert any(f.notebook == CHOOSE and f.check == check.BANDWIDTH for f in ok)
     assert any(f.check == check.WEIGHT_DIFF for f in ok)
     ceiling = [f for f in findings if f.notebook == CHOOSE and f.check == check.CEILING]
@@ -67,7 +67,8 @@ def test_old_h200_run_is_rejected_for_the_known_artefacts():
 def test_valid_run_is_accepted():
     findings = check.check_run(build_run())
     assert not check.failed(findings), check.table(check.failed(findings))
-    assert not check.unchecked(findings), check.table(check.unchecked(findings))
+    unchecked = [f for f in findings if f.status == check.UNCHECKED]
+    assert not unchecked, check.table(unchecked)
     names = ['STATUS', 'GPU_TESTS', 'HAS_GPU', 'FP32_PEAK', 'FP32_LOW', 'TF32_GAIN']
     names += ['BANDWIDTH', 'OFF_FLOOR', 'CEILING', 'ORDER', 'FINITE', 'SPEEDUP', 'SAME_JIT']
     rules = {getattr(check, name) for name in names} | {check.WEIGHT_DIFF, *check.EQUALITY_KEYS}
@@ -106,13 +107,21 @@ def test_status_must_be_ok():
         {'passed': 1, 'failed': 1, 'skipped': 0, 'errors': 0},
         {'passed': 2, 'failed': 0, 'skipped': 0, 'errors': 1},
         {'passed': 0, 'failed': 0, 'skipped': 0, 'errors': 0},
-        {'passed': 2},
     ],
 )
 def test_gpu_tests_must_run_and_pass(tests):
     run = build_run()
     run['gpu_tests'] = tests
     assert fails(run, '-', check.GPU_TESTS)
+
+
+@pytest.mark.parametrize(
+    'tests', [{'passed': 2}, {'passed': 2, 'failed': 'x', 'skipped': 0, 'errors': 0}, [2, 0]]
+)
+def test_gpu_tests_of_the_wrong_shape_fail_the_run_naming_the_rule(tests):
+    run = build_run()
+    run['gpu_tests'] = tests
+    assert any('gpu_tests' in f.detail for f in fails(run, '-', check.RULE_ERROR))
 
 
 def test_gpu_tests_missing_from_a_current_run():
@@ -263,7 +272,7 @@ def test_geforce_tf32_equal_to_float32_is_accepted():
     rtx = GPU('NVIDIA GeForce RTX 4090', '8.9', 24564.0, 50_000.0, 50_000.0, 140_000.0, 900.0)
     findings = check.check_run(build_run(rtx))  # dense TF32 = FP32 = 82.6 TFLOP/s
     assert not check.failed(findings), check.table(check.failed(findings))
-    assert any(f.check == check.TF32_GAIN and f.ok for f in findings)
+    assert any(f.check == check.TF32_GAIN and f.status == check.OK for f in findings)
     slower = dataclasses.replace(rtx, tf32=40_000.0)  # 0.8x: TF32 slower than float32
     assert fails(build_run(slower), CHOOSE, check.TF32_GAIN)
 
@@ -308,7 +317,7 @@ def test_a_gpu_without_a_data_sheet_row_is_unchecked_not_ok(name):
     assert not check.failed(findings), check.table(check.failed(findings))
     sheet = {check.FP32_PEAK, check.FP32_LOW, check.TF32_GAIN, check.BANDWIDTH}
     judged = [f for f in findings if f.check in sheet]
-    assert judged and all(not f.ok and f.status == check.UNCHECKED for f in judged)
+    assert judged and all(f.status == check.UNCHECKED for f in judged)
     assert 'chưa kiểm' in check.table(findings).splitlines()[-1]
     if 'MIG' in name:
         assert 'MIG' in judged[0].detail
@@ -447,7 +456,7 @@ def test_a_value_of_the_wrong_shape_fails_with_the_rule_and_the_other_rules_run(
     bad = failures(run)
     assert [f.check for f in bad] == [check.RULE_ERROR] and 'timed_work' not in bad[0].detail
     assert 'fp32_peak' in bad[0].detail and 'AttributeError' in bad[0].detail
-    assert any(f.check == check.SPEEDUP and f.ok for f in check.check_run(run))
+    assert any(f.check == check.SPEEDUP and f.status == check.OK for f in check.check_run(run))
 
 
 def test_a_missing_notebook_fails_the_run():
@@ -464,15 +473,15 @@ def test_gpu_device_of_a_label():
 
 def test_findings_table():
     findings = [
-        check.Finding(EX4, 'tăng tốc bài 4', False, '1.27x'),
-        check.Finding(CHOOSE, 'băng thông so với data sheet', True, '87%'),
-        check.Finding(CHOOSE, 'TF32 nhanh hơn float32', False, 'B200', unchecked=True),
+        check.Finding(EX4, 'tăng tốc bài 4', check.FAILED, '1.27x'),
+        check.Finding(CHOOSE, 'băng thông so với data sheet', check.OK, '87%'),
+        check.Finding(CHOOSE, 'TF32 nhanh hơn float32', check.UNCHECKED, 'B200'),
     ]
     text = check.table(findings)
     assert 'HỎNG' in text and EX4 in text and text.splitlines()[0].startswith('notebook')
     assert 'chưa kiểm' in text.splitlines()[3]
     assert text.splitlines()[-1] == 'tổng: 3 kiểm tra: 1 đạt, 1 hỏng, 1 chưa kiểm'
-    assert check.failed(findings) == findings[:1] and check.unchecked(findings) == findings[2:]
+    assert check.failed(findings) == findings[:1]
 
 
 def test_scaling_rule():

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from batch_support import copy
 from gpucheck import driver, page, record
 from gpufixtures import T4, build_run
 from runfixtures import BATCH_CPU, CPU_RUN, GPU_RUN, demo_summary, gpu_env
@@ -406,10 +407,11 @@ def test_a_batch_past_its_time_is_stopped_and_leaves_nothing_running(tmp_path, m
     token = f'gpucheck-test-{os.getpid()}'
     monkeypatch.setattr(processes, 'new_token', lambda: token)
     lines = []
-    hang = str(ROOT / 'tests' / 'tools' / 'nb' / 'hang.ipynb')
-    status = gpu_check.run_batch(lines.append, tmp_path, timeout=3, paths=(hang,))
+    copy(tmp_path, 'hang')  # its marker file is written beside it, not in the checkout
+    monkeypatch.setattr(gpu_check, 'ROOT', tmp_path)
+    status = gpu_check.run_batch(lines.append, tmp_path / 'out', timeout=3, paths=('hang.ipynb',))
     assert status == 124 and 'quá 3 s: dừng nó (SIGTERM)' in '\n'.join(lines)
-    assert json.loads((tmp_path / 'summary.json').read_text('utf-8'))['ending'] == 'SIGTERM'
+    assert json.loads((tmp_path / 'out' / 'summary.json').read_text('utf-8'))['ending'] == 'SIGTERM'
     ours = [p.info['environ'] or {} for p in psutil.process_iter(['environ'])]
     assert [e for e in ours if e.get(processes.TOKEN_VAR, '').startswith(token)] == []
 

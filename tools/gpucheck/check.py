@@ -93,18 +93,13 @@ _GPU = re.compile(r'GPU:(\d+)')
 
 @dataclass(frozen=True)
 class Finding:
-    """One check of one notebook and why (Vietnamese): ``ok`` only when it passed; an
-    ``unchecked`` finding (no data sheet, sizes too small to judge) is neither ok nor failed."""
+    """One check of one notebook, its state (``OK``, ``FAILED``, or ``UNCHECKED``: no data sheet,
+    sizes too small to judge, neither a pass nor a failure) and why (Vietnamese)."""
 
     notebook: str
     check: str
-    ok: bool
+    status: str
     detail: str
-    unchecked: bool = False
-
-    @property
-    def status(self) -> str:
-        return UNCHECKED if self.unchecked else OK if self.ok else FAILED
 
 
 def gpu_device(label: Any) -> str | None:
@@ -174,10 +169,10 @@ class Checker:
         self.findings: list[Finding] = []
 
     def add(self, notebook: str, check: str, ok: bool, detail: str) -> None:
-        self.findings.append(Finding(notebook, check, bool(ok), detail))
+        self.findings.append(Finding(notebook, check, OK if ok else FAILED, detail))
 
     def skip(self, notebook: str, check: str, detail: str) -> None:
-        self.findings.append(Finding(notebook, check, False, detail, unchecked=True))
+        self.findings.append(Finding(notebook, check, UNCHECKED, detail))
 
     def results(self, notebook: str, *keys: str) -> dict[str, Any]:
         """The notebook's results when it ran and saved every one of ``keys``; else ``{}``
@@ -226,10 +221,6 @@ def check_run(run: dict[str, Any]) -> list[Finding]:
 def failed(findings: list[Finding]) -> list[Finding]:
     """The findings that fail the run (not the unchecked ones)."""
     return [f for f in findings if f.status == FAILED]
-
-
-def unchecked(findings: list[Finding]) -> list[Finding]:
-    return [f for f in findings if f.status == UNCHECKED]
 
 
 def summary(findings: list[Finding]) -> str:

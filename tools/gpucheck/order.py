@@ -24,6 +24,15 @@ SEPARATE_MIN = 0.8
 # (a) vs (b), the graph with its log vs without, (b) vs the eager loop without log; data-parallel
 # steps and forward passes vs their floors: the first of each pair does more on the same GPU.
 MORE_WORK_MIN = 0.8
+EX2_PAIRS = (
+    ('via_host', 'on_device', 'qua host thêm hai lần chép qua PCIe và một lần chờ GPU'),
+    ('on_device', 'floor', 'ghi mọi tham số nhiều việc hơn cùng số phép ghi trên biến vô hướng'),
+)
+EX3_PAIRS = (
+    ('host_every_step', 'device_once', '(a) thêm một lần chép và một lần chờ mỗi bước'),
+    ('tf_function', 'no_logging', 'cùng vòng lặp trong đồ thị, thêm ghi log'),
+    ('device_once', 'eager_no_logging', 'cùng các phép nhân eager, thêm tính chuẩn'),
+)
 
 
 def scaling_verdict(times: list[tuple[int, float]]) -> str | None:
@@ -59,75 +68,52 @@ def crossover(times: dict[str, dict[str, float]]) -> int | None:
     return next((n for i, n in enumerate(sorted(common)) if all(wins[i:])), None)
 
 
-def dispatch(c: Checker, name: str, rule: str) -> None:
-    """A GPU row that reaches n >= check.KERNEL_N: its largest point clear of the floor, its time
-    growing with the work (see the module docstring)."""
-    results = c.results(name, 'gflops')
-    for dev in filter(gpu_device, results.get('gflops', {})):
-        if name == check.EX1:
-            times = sizes(results.get('median_s', {}).get(dev, {}))
-        else:
-            times = [(n, 2 * n**3 / (g * 1e9)) for n, g in sizes(results['gflops'][dev])]
-        if not times:
-            continue
-        n, t = times[-1]
-        if n < check.KERNEL_N:
-            c.skip(
-                name, rule, f'{dev}: n lớn nhất {n} < {check.KERNEL_N}: GPU có thể còn ở mức sàn'
-            )
-            continue
-        problems, floor = [], results.get('floor_s', {}).get(dev)
-        if name == check.CHOOSE and results.get('ceiling_gflops', {}).get(dev, 0) is None:
-            problems.append('không có trần: notebook thấy mọi điểm GPU ở mức sàn')
-        at = f'n = {n} mất {format_seconds(t)}'
-        if number(floor):
-            at += f' = {t / floor:.2f}x mức sàn {format_seconds(floor)}'
-            if t < NEAR_FLOOR * floor:
-                problems.append(
-                    f'{at} (cần ≥ {NEAR_FLOOR}x): phép đo không chờ GPU, hoặc không đo phép nhân'
-                )
-        problems.append(scaling_verdict(times))
-        problems = [p for p in problems if p]
-        ok = f'{at}; thời gian tăng theo khối lượng tính'
-        c.add(name, rule, not problems, f'{dev}: {"; ".join(problems) if problems else ok}')
-
-
-def dispatch_ex1(c: Checker) -> None:
-    dispatch(c, check.EX1, check.OFF_FLOOR)
-
-
-def dispatch_choose(c: Checker) -> None:
-    dispatch(c, check.CHOOSE, check.CEILING)
+def dispatch(c: Checker) -> None:
+    """A GPU row of exercise 1 or choose-a-gpu that reaches n >= check.KERNEL_N: its largest point
+    clear of the floor, its time growing with the work (see the module docstring)."""
+    for name, rule in ((check.EX1, check.OFF_FLOOR), (check.CHOOSE, check.CEILING)):
+        results = c.results(name, 'gflops')
+        for dev in filter(gpu_device, results.get('gflops', {})):
+            if name == check.EX1:
+                times = sizes(results.get('median_s', {}).get(dev, {}))
+            else:
+                times = [(n, 2 * n**3 / (g * 1e9)) for n, g in sizes(results['gflops'][dev])]
+            if not times:
+                continue
+            n, t = times[-1]
+            if n < check.KERNEL_N:
+                small = f'n lớn nhất {n} < {check.KERNEL_N}: GPU có thể còn ở mức sàn'
+                c.skip(name, rule, f'{dev}: {small}')
+                continue
+            problems, floor = [], results.get('floor_s', {}).get(dev)
+            if name == check.CHOOSE and results.get('ceiling_gflops', {}).get(dev, 0) is None:
+                problems.append('không có trần: notebook thấy mọi điểm GPU ở mức sàn')
+            at = f'n = {n} mất {format_seconds(t)}'
+            if number(floor):
+                at += f' = {t / floor:.2f}x mức sàn {format_seconds(floor)}'
+                if t < NEAR_FLOOR * floor:
+                    why = 'phép đo không chờ GPU, hoặc không đo phép nhân'
+                    problems.append(f'{at} (cần ≥ {NEAR_FLOOR}x): {why}')
+            problems = [p for p in [*problems, scaling_verdict(times)] if p]
+            ok = f'{at}; thời gian tăng theo khối lượng tính'
+            c.add(name, rule, not problems, f'{dev}: {"; ".join(problems) if problems else ok}')
 
 
 def more_work(c: Checker, name: str, more: str, t_more: Any, less: str, t_less: Any, why: str):
     if number(t_more) and number(t_less):
         x = t_more / t_less
         ratio = f'{format_seconds(t_more)} = {x:.2f}x {less} {format_seconds(t_less)}'
-        c.add(
-            name, check.ORDER, x >= MORE_WORK_MIN, f'{more} {ratio} (cần ≥ {MORE_WORK_MIN}x: {why})'
-        )
+        detail = f'{more} {ratio} (cần ≥ {MORE_WORK_MIN}x: {why})'
+        c.add(name, check.ORDER, x >= MORE_WORK_MIN, detail)
 
 
 def timing_order(c: Checker) -> None:
-    results = c.results(check.EX2, 'devices', 'median_s')
-    if all_gpus(strings(results.get('devices'))):
-        t = results['median_s']
-        why = 'qua host thêm hai lần chép qua PCIe và một lần chờ GPU'
-        more_work(
-            c, check.EX2, 'qua host', t.get('via_host'), 'trên thiết bị', t.get('on_device'), why
-        )
-        why = 'ghi mọi tham số nhiều việc hơn cùng số phép ghi trên biến vô hướng'
-        more_work(c, check.EX2, 'trên thiết bị', t.get('on_device'), 'mức sàn', t.get('floor'), why)
-    results = c.results(check.EX3, 'device', 'median_s')
-    if gpu_device(results.get('device')):
-        t = results['median_s']
-        for more, less, why in (
-            ('host_every_step', 'device_once', '(a) thêm một lần chép và một lần chờ mỗi bước'),
-            ('tf_function', 'no_logging', 'cùng vòng lặp trong đồ thị, thêm ghi log'),
-            ('device_once', 'eager_no_logging', 'cùng các phép nhân eager, thêm tính chuẩn'),
-        ):
-            more_work(c, check.EX3, more, t.get(more), less, t.get(less), why)
+    for name, where, pairs in ((check.EX2, 'devices', EX2_PAIRS), (check.EX3, 'device', EX3_PAIRS)):
+        results = c.results(name, where, 'median_s')
+        if all_gpus(strings(results.get(where))):
+            t = results['median_s']
+            for more, less, why in pairs:
+                more_work(c, name, more, t.get(more), less, t.get(less), why)
     results = c.results(check.DP, 'devices', 'step_time_s', 'step_floor_s', 'model_parallel_s')
     if all_gpus(results.get('devices')):
         why = 'cùng bước huấn luyện, mạng rộng so với mạng một nơ-ron'
@@ -179,4 +165,4 @@ def crossover_rule(c: Checker) -> None:
     c.add(check.EX1, check.CROSSOVER, ok, detail)
 
 
-RULES = (dispatch_ex1, dispatch_choose, timing_order, split_gpu, crossover_rule)
+RULES = (dispatch, timing_order, split_gpu, crossover_rule)

@@ -51,10 +51,6 @@ def _words(text: str) -> str:
     return re.sub(r'\bNone\b', 'không có', text)
 
 
-def _has_gpu(run: dict[str, Any]) -> bool:
-    return bool(run['machine']['gpu'])
-
-
 # -- values, as the notebooks print them ---------------------------------------------------
 
 
@@ -132,14 +128,9 @@ def _table(header: tuple[str, ...], body: list[tuple[str, ...]]) -> list[str]:
 
 
 def _machine(run: dict[str, Any]) -> list[str]:
-    m, sw, gpu = run['machine'], run['software'], _has_gpu(run)
-    commit = run['commit'] or 'không rõ'
-    body = [
-        (
-            'ngày chạy, phiên bản notebook',
-            f'{run["date"]}, {run["collection_version"]} (commit `{commit}`)',
-        )
-    ]
+    m, sw, gpu = run['machine'], run['software'], bool(run['machine']['gpu'])
+    version = f'{run["collection_version"]} (commit `{run["commit"] or "không rõ"}`)'
+    body = [('ngày chạy, phiên bản notebook', f'{run["date"]}, {version}')]
     cuda = f' (CUDA {sw["tf_cuda"]}, cuDNN {sw["cudnn"]})' if gpu else ''
     gpus = f'{m["gpu_count"]} × {m["gpu"]}, compute capability {m["compute_capability"]}'
     body += [('GPU', f'{gpus}; bộ nhớ: {m["gpu_memory"]}' if gpu else 'không có')]
@@ -227,7 +218,7 @@ def page_path(run_id: str) -> Path:
 
 def render(run: dict[str, Any], plots_to: Path | None = None) -> str:
     """The whole page for ``run``; its plots are drawn into ``plots_to`` when given."""
-    gpu, current = _has_gpu(run), d2lhelpers.__version__
+    gpu, current = bool(run['machine']['gpu']), d2lhelpers.__version__
     what = run['machine']['gpu'] if gpu else 'máy không có GPU'
     parts = [TEXT['HEAD'].format(id=run['id'], date=run['date'], what=what)]
     parts.append(TEXT['INTRO_GPU'] if gpu else TEXT['INTRO_CPU'].format(**run['machine']))

@@ -199,9 +199,7 @@ def record(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog='python -m gpucheck.record', description=__doc__)
-    parser.add_argument(
-        'source', type=Path, help='thư mục --out của python -m nbrun, hoặc một run.json'
-    )
+    parser.add_argument('source', type=Path, help='thư mục --out của nbrun, hoặc một run.json')
     parser.add_argument('--id', dest='run_id', required=True, help='ví dụ h200-2027-01-15')
     parser.add_argument('--driver', help='phiên bản driver (mặc định: theo nvidia-smi)')
     parser.add_argument('--cuda-libraries', help='thư viện CUDA của máy, ví dụ "CUDA 13"')

@@ -64,31 +64,32 @@ def timed_work(c: Checker) -> Iterator[tuple[str, str, float, float, list[str]]]
                 yield check.DP, f'step_time_s.{k} ({k} replica)', results['step_flops'], t, on
 
 
+def float32_claims(c: Checker) -> Iterator[tuple[str, str, float, list[str]]]:
+    """(notebook, what, GFLOP/s, GPUs doing it) of every float32 rate: the fastest point of each
+    row of ``float32_rows``, and the FLOP over the seconds of each ``timed_work``."""
+    for name, label, points in float32_rows(c):
+        if points:
+            n, top = max(points, key=lambda p: p[1])
+            yield name, f'{label}: cao nhất n = {n}: {tflops(top)}', top, [label]
+    for name, what, flop, seconds, on in timed_work(c):
+        rate = flop / seconds / 1e9
+        took = f'{flop / 1e9:.0f} GFLOP trong {format_seconds(seconds)} = {tflops(rate)}'
+        yield name, f'{what}: {took}', rate, on
+
+
 def fp32_peak(c: Checker) -> None:
     for name in (check.EX1, check.EX3, check.EX4, check.CHOOSE, check.DP):
         if c.results(name).get('tf32') is True:
             c.add(name, check.FP32_PEAK, False, 'tf32 = true trong khi kết quả ghi là float32')
-    for name, label, points in float32_rows(c):
-        spec = c.spec(name, check.FP32_PEAK, label)
-        if spec is not None and points:
-            limit = spec.fp32_tflops * 1e3 * check.PEAK_MARGIN
-            n, top = max(points, key=lambda p: p[1])
-            sheet = (
-                f'{spec.fp32_tflops:g} TFLOP/s x{check.PEAK_MARGIN}, FP32 {spec.name}, data sheet'
-            )
-            why = ': TF32 ghi là float32, hoặc đồng hồ dừng trước khi GPU xong'
-            detail = f'{label}: cao nhất n = {n}: {tflops(top)} (cần ≤ {sheet})'
-            c.add(name, check.FP32_PEAK, top <= limit, detail + ('' if top <= limit else why))
-    for name, what, flop, seconds, on in timed_work(c):
+    for name, what, rate, on in float32_claims(c):
         specs = [c.spec(name, check.FP32_PEAK, d) for d in on]
         if None not in specs:
-            peak, rate = sum(s.fp32_tflops for s in specs) * 1e3, flop / seconds / 1e9
+            peak = sum(s.fp32_tflops for s in specs)
             models = ' + '.join(s.name for s in specs)
-            took = f'{flop / 1e9:.0f} GFLOP trong {format_seconds(seconds)} = {tflops(rate)}'
-            need = f'cần ≤ {peak / 1e3:g} TFLOP/s x{check.PEAK_MARGIN}, FP32 {models}, data sheet'
-            c.add(
-                name, check.FP32_PEAK, rate <= peak * check.PEAK_MARGIN, f'{what}: {took} ({need})'
-            )
+            ok = rate <= peak * 1e3 * check.PEAK_MARGIN
+            need = f'cần ≤ {peak:g} TFLOP/s x{check.PEAK_MARGIN}, FP32 {models}, data sheet'
+            why = '' if ok else ': TF32 ghi là float32, hoặc đồng hồ dừng trước khi GPU xong'
+            c.add(name, check.FP32_PEAK, ok, f'{what} ({need}){why}')
 
 
 def fp32_floor(c: Checker) -> None:
@@ -98,11 +99,8 @@ def fp32_floor(c: Checker) -> None:
             continue
         n, gflops = points[-1]
         if n < check.KERNEL_N:
-            c.skip(
-                name,
-                check.FP32_LOW,
-                f'{label}: n lớn nhất {n} < {check.KERNEL_N}: chưa so được với đỉnh',
-            )
+            small = f'n lớn nhất {n} < {check.KERNEL_N}: chưa so được với đỉnh'
+            c.skip(name, check.FP32_LOW, f'{label}: {small}')
             continue
         frac = gflops / (spec.fp32_tflops * 1e3)
         need = f'cần ≥ {FP32_FLOOR:.0%}: thấp hơn là GPU chạy ở xung nhịp thấp hoặc phép đo sai'
